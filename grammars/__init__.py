@@ -1,0 +1,1 @@
+"""lark grammars of the text formats (installed as the package offconv.grammars)."""

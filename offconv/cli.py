@@ -1,0 +1,312 @@
+"""The command line: the only module that imports click.
+
+``offconv INPUT... [-o OUT]`` is the default command (a group that routes an unknown first
+argument to ``convert``); ``report``, ``diff`` and ``record`` are subcommands."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import tempfile
+from dataclasses import fields
+from typing import Optional
+
+import click
+
+from . import formats
+from .errors import OffconvError
+from .options import (MODES, AggregateOptions, FlameOptions, Options, ParseOptions,
+                      ReportOptions)
+
+_A = AggregateOptions()
+_F = FlameOptions()
+
+# offcputime's --state bitmask (include/linux/sched.h) -> the letters perf prints
+STATE_BITS = {1: "S", 2: "D", 4: "T", 8: "t", 16: "X", 32: "Z", 64: "P", 128: "I",
+              256: "K", 512: "W"}
+
+
+class DefaultGroup(click.Group):
+    """A group whose unknown first argument means the default command, ``convert``."""
+
+    default = "convert"
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args.insert(0, self.default)
+        elif not args:
+            args.insert(0, self.default)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except OffconvError as e:
+            for line in e.lines():
+                click.echo(line, err=True)
+            ctx.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("offconv: interrupted", err=True)
+            ctx.exit(130)
+
+    def format_usage(self, ctx, formatter):
+        formatter.write_usage("offconv", "INPUT... [-o OUT] [OPTIONS]\n"
+                              "       offconv COMMAND [ARGS]...")
+
+
+def _int_list(ctx, param, values) -> frozenset:
+    out = set()
+    for v in values or ():
+        for part in v.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if not part.lstrip("-").isdigit():
+                raise click.BadParameter(f"expected a number or comma-separated numbers, got '{part}'")
+            out.add(int(part))
+    return frozenset(out)
+
+
+def _states(ctx, param, value) -> Optional[frozenset]:
+    """offcputime's bitmask (0 = preempted/R, 2 = D, ...) or letters ('D', 'SD', 'S,D')."""
+    if value is None:
+        return None
+    v = value.strip()
+    if v.isdigit():
+        mask = int(v)
+        if mask == 0:
+            return frozenset({"R"})
+        letters = {ch for bit, ch in STATE_BITS.items() if mask & bit}
+        if not letters:
+            raise click.BadParameter(f"no known state bit in mask {mask}")
+        return frozenset(letters)
+    letters = {c for c in v.replace(",", "").replace("|", "") if not c.isspace()}
+    bad = letters - set("RSDTtXZPIKWN+")
+    if bad:
+        raise click.BadParameter(f"unknown state letter(s) {''.join(sorted(bad))} "
+                                 "(expected a bitmask or letters like D, S, R)")
+    return frozenset(letters)
+
+
+def input_options(f):
+    """Options shared by the default command and ``report``: parsing, naming, filters."""
+    opts = [
+        click.argument("inputs", nargs=-1, required=True, metavar="INPUT..."),
+        click.option("--from", "from_format", default="auto", show_default=True,
+                     type=click.Choice(["auto", "perf-script", "perf-data", "folded"]),
+                     help="Input format (default: detected from the content)."),
+        click.option("--mode", default=_A.mode, show_default=True, type=click.Choice(MODES),
+                     help="offcpu = blocked + run-queue (bcc offcputime); blocked; runq; "
+                          "oncpu (samples, like stackcollapse-perf.pl); wakeup (offwaketime). "
+                          "auto: offcpu when the input has sched_switch events."),
+        click.option("--pid", "name_pid", is_flag=True, help="Root frame comm-PID (stackcollapse-perf.pl)."),
+        click.option("--tid", "name_tid", is_flag=True, help="Root frame comm-PID/TID."),
+        click.option("--kernel", is_flag=True, help="Annotate kernel frames with _[k]."),
+        click.option("--jit", is_flag=True, help="Annotate JIT frames with _[j]."),
+        click.option("--all", "all_", is_flag=True, help="--kernel and --jit."),
+        click.option("--addrs", is_flag=True, help="Unknown frames as [dso <addr>]."),
+        click.option("--event-filter", metavar="EVENT",
+                     help="Only events of this type (default: the first type seen)."),
+        click.option("-p", "--filter-pid", "filter_pids", multiple=True, callback=_int_list,
+                     metavar="PID[,PID]", help="Only these processes (repeatable)."),
+        click.option("--filter-tid", "filter_tids", multiple=True, callback=_int_list,
+                     metavar="TID[,TID]", help="Only these threads (repeatable)."),
+        click.option("--comm", metavar="REGEX", help="Only threads whose comm matches (searched)."),
+        click.option("-m", "--min-block-time", "min_block_us", type=click.IntRange(min=0),
+                     metavar="US", help="Ignore off-CPU intervals shorter than US µs."),
+        click.option("-M", "--max-block-time", "max_block_us", type=click.IntRange(min=0),
+                     metavar="US", help="Ignore off-CPU intervals longer than US µs."),
+        click.option("--state", "states", callback=_states, metavar="MASK|LETTERS",
+                     help="Only switch-outs in these states: offcputime's bitmask, or letters (D, S, R)."),
+        click.option("-U", "--user-stacks-only", is_flag=True, help="User frames only."),
+        click.option("-K", "--kernel-stacks-only", is_flag=True, help="Kernel frames only."),
+        click.option("-d", "--delimited", is_flag=True, help="A '-' frame between user and kernel frames."),
+        click.option("--include-idle", is_flag=True, help="Keep pid 0 (swapper/idle)."),
+        click.option("--include-open", is_flag=True, help="Clip intervals still open at the end of the trace."),
+        click.option("--state-split/--no-state-split", default=None,
+                     help="A frame naming the kind ([run queue], [blocked D], ...) below the thread "
+                          "name (default: on for svg/speedscope, off for folded)."),
+        click.option("--lenient", is_flag=True, help="Skip and count malformed lines instead of failing."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def flame_options(f):
+    """flamegraph.pl's options, same names and defaults."""
+    opts = [
+        click.option("--title", help="Title (default: by mode)."),
+        click.option("--subtitle", default=_F.subtitle, help="Second title line."),
+        click.option("--width", default=_F.width, show_default=True, type=click.IntRange(min=10)),
+        click.option("--height", default=_F.height, show_default=True, type=click.IntRange(min=1),
+                     help="Frame height (px)."),
+        click.option("--minwidth", default=_F.minwidth, show_default=True,
+                     help="Omit frames narrower than this many pixels, or N%% of the total."),
+        click.option("--fonttype", default=_F.fonttype, show_default=True),
+        click.option("--fontsize", default=_F.fontsize, show_default=True, type=float),
+        click.option("--fontwidth", default=_F.fontwidth, show_default=True, type=float),
+        click.option("--countname", help="Unit label (default: us off-CPU, samples on-CPU)."),
+        click.option("--nametype", default=_F.nametype, show_default=True),
+        click.option("--colors", "--color", "colors",
+                     help="Palette: hot mem io wakeup chain java js perl red green blue aqua "
+                          "yellow purple orange python rust (default: io off-CPU, hot on-CPU)."),
+        click.option("--bgcolors", help="Background: yellow blue green grey or #rrggbb."),
+        click.option("--hash", "hash_", is_flag=True, help="Colour by name hash (stable)."),
+        click.option("--reverse", is_flag=True, help="Reverse stacks (merge at the leaf end)."),
+        click.option("--inverted", is_flag=True, help="Icicle graph."),
+        click.option("--flamechart", is_flag=True, help="Keep time order (do not sort)."),
+        click.option("--negate", is_flag=True, help="Swap red/blue in differentials."),
+        click.option("--notes", default=_F.notes, help="Notes embedded in the SVG."),
+        click.option("--factor", default=_F.factor, type=float, help="Scale displayed counts."),
+        click.option("--total", type=float, help="Override the total."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def build_options(kw: dict) -> Options:
+    parse = ParseOptions(addrs=kw["addrs"], event_filter=kw["event_filter"], lenient=kw["lenient"])
+    agg = AggregateOptions(
+        mode=kw["mode"], pid=kw["name_pid"], tid=kw["name_tid"],
+        kernel=kw["kernel"] or kw["all_"], jit=kw["jit"] or kw["all_"],
+        filter_pids=kw["filter_pids"], filter_tids=kw["filter_tids"], comm=kw["comm"],
+        min_block_us=kw["min_block_us"], max_block_us=kw["max_block_us"], states=kw["states"],
+        user_stacks_only=kw["user_stacks_only"], kernel_stacks_only=kw["kernel_stacks_only"],
+        delimited=kw["delimited"], include_idle=kw["include_idle"],
+        include_open=kw["include_open"], state_split=kw["state_split"])
+    if agg.user_stacks_only and agg.kernel_stacks_only:
+        raise click.UsageError("-U/--user-stacks-only and -K/--kernel-stacks-only exclude each other")
+    if agg.comm is not None:
+        import re
+        try:
+            re.compile(agg.comm)
+        except re.error as e:
+            raise click.BadParameter(f"not a regular expression: {e}", param_hint="--comm")
+    flame = FlameOptions(**{f.name: kw[_FLAME_KW.get(f.name, f.name)] for f in fields(FlameOptions)
+                            if _FLAME_KW.get(f.name, f.name) in kw})
+    return Options(parse=parse, aggregate=agg, flame=flame, report=ReportOptions())
+
+
+_FLAME_KW = {"hash": "hash_"}
+
+
+def choose_output(out: Optional[str], to: Optional[str]):
+    if to:
+        return formats.output_format(to)
+    if out in (None, "-"):
+        return formats.output_format("folded")
+    fmt = formats.output_for_path(out)
+    if fmt is None:
+        names = ", ".join(f.name for f in formats.output_formats())
+        raise OffconvError(f"{out}: cannot tell the output format from the file name: give --to ({names})")
+    return fmt
+
+
+def write_output(fmt, profile, opts: Options, out: Optional[str]) -> None:
+    """Render to stdout, or to a temp file beside OUT that replaces OUT only when complete."""
+    if out in (None, "-"):
+        fmt.render(profile, sys.stdout, opts)
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(out))
+    fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            fmt.render(profile, f, opts)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _warn(profile) -> None:
+    for w in profile.warnings:
+        click.echo(f"offconv: {w}", err=True)
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="offconv", prog_name="offconv")
+def app():
+    """Turn Linux scheduler traces into answers: where does it wait, and is it waiting for
+    a CPU (run-queue latency) or for something else (blocked time)?
+
+    \b
+      offconv perf.txt -o flame.svg       perf script text (or perf.data) -> flame graph
+      offconv perf.txt > out.folded       folded stacks (stackcollapse-perf.pl compatible)
+      offconv report perf.txt [--json]    blocked vs run-queue, causes, verdict
+
+    \b
+    Not available yet: 'offconv diff' and 'offconv record'.
+    Options of the default command: offconv convert --help.
+    Exit codes: 0 ok, 1 diff --fail-above exceeded, 2 usage or input error.
+    """
+
+
+@app.command("convert", context_settings={"help_option_names": ["-h", "--help"]})
+@input_options
+@click.option("-o", "--output", "out", metavar="OUT",
+              help="Output file; the suffix picks the format (.svg .json .speedscope.json "
+                   ".folded .collapsed .txt .hist). Default: folded text on stdout.")
+@click.option("--to", "to", type=click.Choice(["folded", "svg", "speedscope", "hist", "report", "json"]),
+              help="Output format (wins over the suffix).")
+@flame_options
+def convert(inputs, out, to, **kw):
+    """Convert INPUT... (perf script text, perf.data, folded) into folded stacks, an SVG
+    flame graph, speedscope JSON, histograms or a report. Several inputs are merged."""
+    from . import pipeline
+    opts = build_options(kw)
+    fmt = choose_output(out, to)
+    split_default = fmt.name in ("svg", "speedscope")
+    profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=split_default)
+    _warn(profile)
+    if not profile.samples and fmt.name == "folded":
+        click.echo(f"offconv: warning: {', '.join(inputs)}: no events to fold", err=True)
+    write_output(fmt, profile, opts, out)
+
+
+@app.command("report", context_settings={"help_option_names": ["-h", "--help"]})
+@input_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (keys in DESIGN.md).")
+@click.option("-o", "--output", "out", metavar="OUT", help="Write to OUT instead of stdout.")
+def report(inputs, as_json, out, **kw):
+    """Blocked time vs run-queue latency per thread, causes, percentiles, top stacks, and
+    the verdict: capacity, waiting, both or on-cpu."""
+    from . import pipeline
+    opts = build_options(kw)
+    try:
+        fmt = formats.output_format("json" if as_json else "report")
+    except KeyError:
+        raise OffconvError("report is not available in this build") from None
+    profile = pipeline.load(inputs, opts, kw["from_format"])
+    _warn(profile)
+    write_output(fmt, profile, opts, out)
+
+
+@app.command("diff", context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def diff(args):
+    """Not available yet: differential profiles (before/after) come in a later release."""
+    raise OffconvError("diff: not available yet (differential flame graphs are planned; "
+                       "meanwhile: difffolded.pl before.folded after.folded | flamegraph.pl)")
+
+
+@app.command("record", context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def record(args):
+    """Not available yet: recording (scripts/record.sh) comes in a later release."""
+    raise OffconvError("record: not available yet (meanwhile: perf record -e sched:sched_switch "
+                       "-e sched:sched_wakeup -e sched:sched_wakeup_new -g -a -- CMD; perf script > perf.txt)")
+
+
+def main(argv=None) -> None:
+    """Console entry point. One-line errors, exit 2, no tracebacks; a closed pipe
+    (``offconv ... | head``) ends quietly."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    app.main(args=argv, prog_name="offconv")

@@ -1,0 +1,325 @@
+"""perf script text -> Sample (any event with its stack) and SchedEvent (sched tracepoints).
+
+Input as printed by ``perf script`` (perf 6.1, default fields; `-F` variants and older
+perfs differ in which header fields appear)::
+
+    victim-main 19944 [000]   655.044405:     sched:sched_switch: prev_comm=victim-main prev_pid=19944 prev_prio=120 prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120
+    \tffffffff821facd8 __schedule+0x618 ([kernel.kallsyms])
+    \t            e2bc _dl_relocate_object+0x69c (/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)
+
+    vote   913    72.176760:     257597 cycles:uppp:
+    java 24636/25607 [000] 4794564.109216: cycles:
+
+An event is a header line ``comm [pid/]tid [[cpu]] [secs.frac:] [period] event: [payload]``
+followed by its callchain, leaf first, one ``addr sym[+off] (dso)`` per indented line, and
+ended by a blank line (or the next header, or the end of the input). The format is defined
+by perf's builtin-script.c (``perf_sample__fprintf_*``); the grammar is in
+``grammars/perf_script.lark`` and tests check both agree on every fixture.
+
+Frame names are cleaned the way stackcollapse-perf.pl does (its output is matched byte
+for byte), except where it is known to be wrong (see ``clean_name``).
+"""
+from __future__ import annotations
+
+import re
+from itertools import chain
+from typing import Iterable, Iterator, Optional
+
+from ..errors import ParseError
+from ..formats import MAYBE, NO, YES, InputFormat
+from ..model import (EXIT, INLINE, JIT, KERNEL, SWITCH, USER, WAKEUP, Frame, Sample,
+                     SchedEvent, Task)
+from ..options import ParseOptions
+
+HEADER_HELP = "an event header 'comm [pid/]tid [cpu] secs.frac: [period] event:'"
+
+# " 655.044405: " -- the timestamp splits the header into who/where and what.
+_TIME = re.compile(r"\s(\d+)\.(\d+):(?=\s|$)")
+# header without a timestamp (perf script -F without time): "java 19983 cycles:"
+_NO_TIME = re.compile(r"^(\S.*?)\s+(?:(-?\d+)/)?(-?\d+)\s+(?:\[(\d+)\]\s+)?(\d+\s+)?(\S+?):(?=\s|$)(.*)$")
+_IDS = re.compile(r"^(?:(-?\d+)/)?(-?\d+)$")
+_EVENT = re.compile(r"\s*(?:(\d+)\s+)?(\S+?):(?=\s|$)\s*(.*)$")
+_FRAME_LIKE = re.compile(r"^[0-9a-fA-F]+\s+.*\(.*\)$")
+_OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
+_GO_METHOD = re.compile(r"\.\(.*\)\.")
+_JITDUMP = re.compile(r"(^|/)jitted-\d+-\d+\.so$")
+_PERF_MAP = re.compile(r"/tmp/perf-\d+\.map$")
+
+# sched payloads, both dialects; parsed from the right (comms may hold spaces, '=', ':')
+_SWITCH_KERNEL = re.compile(
+    r"^prev_comm=(.*) prev_pid=(-?\d+) prev_prio=(-?\d+) prev_state=(\S+) ==> "
+    r"next_comm=(.*) next_pid=(-?\d+) next_prio=(-?\d+)\s*$")
+_SWITCH_TEP = re.compile(
+    r"^(.*):(-?\d+) \[(-?\d+)\] (\S+) ==> (.*):(-?\d+) \[(-?\d+)\]\s*$")
+_WAKEUP_KERNEL = re.compile(
+    r"^comm=(.*) pid=(-?\d+) prio=(-?\d+)(?: success=\d+)?(?: target_cpu=(\d+))?\s*$")
+_WAKEUP_TEP = re.compile(
+    r"^(.*):(-?\d+) \[(-?\d+)\](?: success=\d+)?(?: CPU:(\d+))?\s*$")
+_EXIT_KERNEL = re.compile(r"^comm=(.*) pid=(-?\d+) prio=(-?\d+)(?: group_dead=\d+)?\s*$")
+
+SWITCH_EVENTS = {"sched:sched_switch", "sched_switch"}
+WAKEUP_EVENTS = {"sched:sched_wakeup", "sched:sched_wakeup_new", "sched:sched_waking",
+                 "sched_wakeup", "sched_wakeup_new", "sched_waking"}
+EXIT_EVENTS = {"sched:sched_process_exit", "sched_process_exit"}
+SCHED_EVENTS = SWITCH_EVENTS | WAKEUP_EVENTS | EXIT_EVENTS
+
+
+def parse_header(line: str) -> Optional[tuple]:
+    """Split an event header into the tuple (comm, pid, tid, cpu, time_ns, period, event,
+    payload) -- a plain tuple for speed; None when the line is not a header."""
+    m = _TIME.search(line)
+    if m is not None:
+        who = line[:m.start()].rstrip()
+        cpu = None
+        if who.endswith("]"):
+            lb = who.rfind("[")
+            if lb < 0 or not who[lb + 1:-1].isdigit():
+                return None
+            cpu = int(who[lb + 1:-1])
+            who = who[:lb].rstrip()
+        parts = who.rsplit(None, 1)
+        if len(parts) != 2:
+            return None
+        comm, ids = parts
+        mi = _IDS.match(ids)
+        if mi is None:
+            return None
+        me = _EVENT.match(line, m.end())
+        if me is None:
+            return None
+        frac = m.group(2)
+        time_ns = int(m.group(1)) * 1_000_000_000 + int((frac + "000000000")[:9])
+        pid = mi.group(1)
+        period = me.group(1)
+        return (comm.strip(), int(pid) if pid is not None else None, int(mi.group(2)), cpu,
+                time_ns, int(period) if period else 1, me.group(2), me.group(3))
+    m = _NO_TIME.match(line)
+    if m is None:
+        return None
+    comm, pid, tid, cpu, period, event, payload = m.groups()
+    return (comm.strip(), int(pid) if pid is not None else None, int(tid),
+            int(cpu) if cpu is not None else None, None, int(period) if period else 1,
+            event, payload.strip())
+
+
+def clean_name(func: str) -> str:
+    """stackcollapse-perf.pl's tidy_generic, without its known bugs: ';' becomes ':',
+    quotes are dropped, and the argument list is cut at the first '(' -- but not inside
+    C++ template brackets or lambda braces (``std::function<int (int, int)>::operator()``),
+    not in ``operator()``, ``(anonymous namespace)``, nor in Go methods (``net/http.(*Client).Do``)."""
+    func = func.replace(";", ":")
+    if "(" in func and not _GO_METHOD.search(func):
+        func = _cut_args(func)
+    return func.replace('"', "").replace("'", "")
+
+
+def _cut_args(func: str) -> str:
+    depth = 0
+    i = 0
+    n = len(func)
+    while i < n:
+        c = func[i]
+        if c in "<{":
+            depth += 1
+        elif c in ">}" and depth > 0:
+            if not (c == ">" and func[i - 1:i] == "-"):  # '->' is not a bracket
+                depth -= 1
+        elif c == "(" and depth == 0:
+            if func.startswith("(anonymous namespace)", i):
+                i += len("(anonymous namespace)")
+                continue
+            if func.endswith("operator", 0, i) and func.startswith("()", i):
+                i += 2
+                continue
+            return func[:i]
+        i += 1
+    return func
+
+
+def frame_kind(module: str) -> str:
+    if module.startswith("["):
+        return USER if module == "[unknown]" else KERNEL
+    base = module.rpartition("/")[2]
+    if base.startswith("vmlinux") or base.endswith(".ko") or base.endswith(".ko.xz") or base.endswith(".ko.zst"):
+        return KERNEL
+    if _PERF_MAP.search(module) or _JITDUMP.search(module):
+        return JIT
+    return USER
+
+
+def split_frame(text: str) -> tuple:
+    """A callchain line -> (addr, symbol as printed, dso); the dso is in the line's last
+    parentheses (it may hold spaces: ``([JIT app cache])``)."""
+    s = text.strip()
+    pc, _, rest = s.partition(" ")
+    module = ""
+    if rest.endswith(")"):
+        if rest.startswith("("):
+            module, rest = rest[1:-1], ""
+        else:
+            k = rest.rfind(" (")
+            if k >= 0:
+                module, rest = rest[k + 2:-1], rest[:k]
+    return pc, rest.strip(), module
+
+
+def parse_frame(text: str, addrs: bool) -> tuple:
+    """One callchain line -> its frames in root-first order (``a->b`` Java inlining gives
+    several; a ``(process name)`` pseudo-frame gives none)."""
+    pc, rawfunc, module = split_frame(text)
+    rawfunc = rawfunc or " "
+    rawfunc = _OFFSET.sub("", rawfunc)
+    if rawfunc.startswith("("):
+        return ()
+    kind = frame_kind(module)
+    out = []
+    for i, func in enumerate(rawfunc.split("->")):
+        if func == "[unknown]":
+            if module and module != "[unknown]":
+                base = module.rpartition("/")[2]
+                func = f"[{base} <{pc}>]" if addrs else f"[{base}]"
+            elif addrs:
+                func = f"[unknown <{pc}>]"
+        func = clean_name(func)
+        out.append(Frame(func, module, INLINE if i else kind))
+    return tuple(out)
+
+
+def _task_ids(header_pid, header_tid, tid):
+    """The pid of a payload task is known only when it is the header's task."""
+    return header_pid if tid == header_tid else None
+
+
+def _sched_event(h: tuple, stack: tuple, lineno: int, path: str, line: str):
+    comm, pid, tid, cpu, time_ns, period, event, payload = h
+    task = Task(comm, pid, tid)
+    if time_ns is None:
+        raise ParseError(path, lineno, "a timestamp on a sched event (perf script -F ...,time)",
+                         line=line)
+    if event in SWITCH_EVENTS:
+        m = _SWITCH_KERNEL.match(payload) or _SWITCH_TEP.match(payload)
+        if m is None:
+            raise ParseError(path, lineno, "a sched_switch payload 'prev_comm=.. prev_pid=.. "
+                             "prev_prio=.. prev_state=.. ==> next_comm=.. next_pid=.. next_prio=..'",
+                             line=line)
+        pc, pp, _, st, nc, np_, _ = m.groups()
+        pp, np_ = int(pp), int(np_)
+        prev = Task(pc, _task_ids(pid, tid, pp), pp)
+        nxt = Task(nc, None, np_)
+        return SchedEvent(SWITCH, time_ns, cpu, task, stack, event, prev=prev, prev_state=st,
+                          next=nxt, lineno=lineno)
+    if event in WAKEUP_EVENTS:
+        m = _WAKEUP_KERNEL.match(payload) or _WAKEUP_TEP.match(payload)
+        if m is None:
+            raise ParseError(path, lineno, "a wakeup payload 'comm=.. pid=.. prio=.. target_cpu=..'",
+                             line=line)
+        wc, wp = m.group(1), int(m.group(2))
+        return SchedEvent(WAKEUP, time_ns, cpu, task, stack, event,
+                          target=Task(wc, _task_ids(pid, tid, wp), wp), lineno=lineno)
+    m = _EXIT_KERNEL.match(payload) or _WAKEUP_TEP.match(payload)
+    if m is None:
+        raise ParseError(path, lineno, "a sched_process_exit payload 'comm=.. pid=.. prio=..'",
+                         line=line)
+    xc, xp = m.group(1), int(m.group(2))
+    return SchedEvent(EXIT, time_ns, cpu, task, stack, event,
+                      target=Task(xc, _task_ids(pid, tid, xp), xp), lineno=lineno)
+
+
+def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
+          stats: Optional[dict] = None) -> Iterator:
+    """Numbered lines -> Sample and SchedEvent records, in input order. Streams: memory is
+    one event plus the cache of cleaned frame lines."""
+    addrs = opts.addrs
+    cache: dict = {}
+    cache_get = cache.get
+    groups: list = []
+    append = groups.append
+    head = None  # (header tuple, lineno, text)
+    from_iter = chain.from_iterable
+
+    def finish():
+        h, hl, htext = head
+        stack = tuple(from_iter(reversed(groups))) if groups else ()
+        groups.clear()
+        if h[6] in SCHED_EVENTS:
+            return _sched_event(h, stack, hl, path, htext)
+        return Sample(Task(h[0], h[1], h[2]), h[4] or 0, h[3], h[6], h[5], stack, hl)
+
+    for lineno, line in lines:
+        if not line:
+            if head is not None:
+                yield finish()
+                head = None
+            continue
+        c = line[0]
+        if c == "\t" or c == " ":
+            g = cache_get(line)
+            if g is None:
+                if not line.strip():
+                    if head is not None:
+                        yield finish()
+                        head = None
+                    continue
+                g = parse_frame(line, addrs)
+                if len(cache) < 2_000_000:
+                    cache[line] = g
+            if head is not None:
+                append(g)
+            else:
+                _skip(stats, path, lineno, line, opts, HEADER_HELP, "a stack line before any event header")
+            continue
+        if c == "#":
+            continue
+        h = parse_header(line)
+        if h is None:
+            if head is not None and _FRAME_LIKE.match(line):
+                append(parse_frame(line, addrs))  # unindented callchain (old perf)
+                continue
+            _skip(stats, path, lineno, line, opts, HEADER_HELP,
+                  "a line that is neither an event header nor a stack frame")
+            continue
+        if head is not None:
+            yield finish()
+        head = (h, lineno, line)
+        payload = h[7]
+        if payload and h[6] not in SCHED_EVENTS and _FRAME_LIKE.match(payload):
+            append(parse_frame(payload, addrs))  # header and first frame on one line
+    if head is not None:
+        yield finish()
+
+
+def _skip(stats, path, lineno, line, opts, expected, got):
+    if not opts.lenient:
+        raise ParseError(path, lineno, expected, got=got, line=line)
+    if stats is not None:
+        stats["skipped_lines"] = stats.get("skipped_lines", 0) + 1
+        stats.setdefault("first_skipped", f"{path}:{lineno}")
+
+
+def sniff(head: list[str]) -> str:
+    """yes: a header line followed by a stack line or a sched payload; no: the first
+    non-comment line is not a header; maybe: not enough input."""
+    if head and head[0].startswith("# ========"):
+        return YES
+    prev_header = None
+    for line in head:
+        if not line.strip() or line.startswith("#"):
+            continue
+        if prev_header is not None:
+            if line[0] in " \t" or _FRAME_LIKE.match(line):
+                return YES
+            return YES if parse_header(line) is not None else NO
+        h = parse_header(line)
+        if h is None:
+            return NO
+        if h[4] is not None and (h[6] in SCHED_EVENTS or h[7] == "" or _FRAME_LIKE.match(h[7])):
+            prev_header = h
+            if h[6] in SCHED_EVENTS:
+                return YES
+            continue
+        prev_header = h
+    return MAYBE if prev_header is not None else NO
+
+
+FORMAT = InputFormat(name="perf-script", sniff=sniff, parse=parse,
+                   description="perf script text (default fields and -F variants)")

@@ -1,0 +1,36 @@
+"""Shared test helpers: fixture paths and golden files rewritten only by ``pytest --bless``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--bless", action="store_true", default=False,
+                     help="rewrite golden files with the current output")
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def golden(request):
+    """golden(path, actual: str|bytes): compare with the file, or rewrite it under --bless.
+    A missing golden fails (never silently created)."""
+    bless = request.config.getoption("--bless")
+
+    def check(path: Path, actual):
+        data = actual.encode() if isinstance(actual, str) else actual
+        if bless:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            return
+        assert path.exists(), f"missing golden {path}: run pytest --bless to create it"
+        assert path.read_bytes() == data, f"output differs from golden {path} (pytest --bless rewrites it)"
+
+    return check
