@@ -210,6 +210,10 @@ def write_output(fmt, profile, opts: Options, out: Optional[str]) -> None:
         fmt.render(profile, sys.stdout, opts)
         sys.stdout.flush()
         return
+    if os.path.exists(out) and not os.path.isfile(out):  # /dev/null, a FIFO: no rename
+        with open(out, "w", encoding="utf-8", newline="\n") as f:
+            fmt.render(profile, f, opts)
+        return
     directory = os.path.dirname(os.path.abspath(out))
     fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=directory)
     try:

@@ -28,7 +28,8 @@ class Source:
         self.kind = kind  # "text", "gzip", "perf-data"
         self._proc: Optional[subprocess.Popen] = None
         self._stream = self._open()
-        self.head: list[str] = [_chomp(x) for x in islice(self._stream, SNIFF_LINES)]
+        self._lines = _split_lines(self._stream)
+        self.head: list[str] = list(islice(self._lines, SNIFF_LINES))
 
     def _open(self):
         path = self.path
@@ -68,8 +69,7 @@ class Source:
 
     def lines(self) -> Iterator[tuple[int, str]]:
         try:
-            rest = (_chomp(x) for x in self._stream)
-            yield from enumerate(chain(self.head, rest), 1)
+            yield from enumerate(chain(self.head, self._lines), 1)
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise OffconvError(f"{self.path}: read error: {e}") from None
         finally:
@@ -95,5 +95,19 @@ class Source:
                 pass
 
 
-def _chomp(line: str) -> str:
-    return line[:-1] if line.endswith("\n") else line
+def _split_lines(stream, size: int = 1 << 20) -> Iterator[str]:
+    """Lines without their newline, read in 1 MiB blocks (much faster than iterating the
+    file object line by line and stripping each)."""
+    rest = ""
+    read = stream.read
+    while True:
+        block = read(size)
+        if not block:
+            break
+        if rest:
+            block = rest + block
+        lines = block.split("\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
