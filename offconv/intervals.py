@@ -1,0 +1,297 @@
+"""SchedEvent stream -> Interval stream (blocked, run-queue, on-CPU), streaming.
+
+The rules are DESIGN.md "Interval semantics"; they reproduce ``perf sched timehist``
+(perf 6.1) on the recordings in ``shared/corpus/recorded``:
+
+- switch-out of T (``prev``): T's on-CPU interval ends; T starts *blocked* (any
+  sleeping state, letter kept) or *run-queue* wait (``R``/``R+``: preempted).
+  ``X``/``Z`` (or a ``sched_process_exit`` seen before) end the thread.
+- first ``sched_waking``/``sched_wakeup``/``sched_wakeup_new`` of a blocked T: the
+  blocked interval ends, run-queue wait starts (state ``W``); the waker is the header
+  task. ``sched_wakeup_new`` of a thread never seen starts its run-queue wait.
+- switch-in of T (``next``): the run-queue interval ends (a blocked T with no wakeup
+  seen is blocked until here: ``no_wakeup``); T is on-CPU.
+- T switched out while still off-CPU: its switch-in was not recorded; the previous
+  ``sched_switch`` on that CPU is taken as the switch-in (``inferred_switch_in``),
+  as timehist does (clamped so that intervals never run backwards).
+
+An off-CPU period is emitted when it ends, as its blocked interval immediately
+followed by its run-queue interval (same task, ``runq.start_ns == blocked.end_ns``),
+so consumers can regroup the switch-out -> switch-in span. Intervals still open at
+the end are counted in ``stats["open"]`` (``include_open`` clips them at the last
+timestamp instead). pid 0 (one idle task per CPU) is tracked per CPU and left to
+the consumer to filter.
+
+A ``perf record -p PID`` recording holds only events whose current task is in the
+process: switch-outs but no switch-ins from outside, no idle task. It is detected on
+a bounded prefix (switches into idle, never an event of the idle task); then only
+blocked intervals ended by a wakeup from inside the process are produced and
+``stats["per_process"]`` is set.
+
+Memory is per live thread and per CPU, plus that bounded detection prefix.
+"""
+from __future__ import annotations
+
+from itertools import chain, islice
+from typing import Iterable, Iterator, Optional
+
+from .errors import ParseError
+from .model import BLOCKED, ONCPU, RUNQ, SWITCH, WAKEUP, EXIT, Interval, SchedEvent, Task
+
+ON, BLK, RQ = 0, 1, 2
+DEAD_STATES = frozenset("XZ")
+PROBE_EVENTS = 20000       # at most this many events are buffered to detect a -p recording
+PROBE_IDLE_SWITCHES = 20   # switches into idle without any idle event: a -p recording
+
+
+class _Thread:
+    """One live thread. ``held`` is the finished blocked interval of the current
+    off-CPU period (emitted together with its run-queue interval at switch-in)."""
+
+    __slots__ = ("phase", "start", "state", "stack", "task", "held", "dead")
+
+    def __init__(self, phase: int, start: int, state: str = "", stack: tuple = (),
+                 task: Optional[Task] = None):
+        self.phase = phase
+        self.start = start
+        self.state = state
+        self.stack = stack
+        self.task = task
+        self.held: Optional[Interval] = None
+        self.dead = False
+
+
+def is_preempted(state: str) -> bool:
+    return state in ("R", "R+")
+
+
+def is_dead(state: str) -> bool:
+    return any(c in DEAD_STATES for c in state)
+
+
+def _key(task: Task, cpu: Optional[int]):
+    """Thread identity: the tid, except the idle tasks, which all have tid 0."""
+    return (0, cpu) if task.tid == 0 else task.tid
+
+
+def _sort_key(key) -> tuple:
+    if isinstance(key, int):
+        return (key, -2)
+    return (0, -1 if key[1] is None else key[1])
+
+
+def _fmt_ns(ns: int) -> str:
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+def _count(stats: dict, name: str, n: int = 1) -> None:
+    stats[name] = stats.get(name, 0) + n
+
+
+def _thread_count(stats: dict, tid: int, index: int) -> None:
+    """stats["threads"][tid] = [switch-outs, inferred switch-ins, no-wakeup switch-ins]."""
+    row = stats["threads"].get(tid)
+    if row is None:
+        row = stats["threads"][tid] = [0, 0, 0]
+    row[index] += 1
+
+
+def _probe(events: Iterable) -> tuple[bool, Iterator]:
+    it = iter(events)
+    head = []
+    into_idle = 0
+    for ev in islice(it, PROBE_EVENTS):
+        head.append(ev)
+        if isinstance(ev, SchedEvent):
+            if ev.task.tid == 0 or (ev.kind == SWITCH and ev.prev.tid == 0):
+                return False, chain(head, it)
+            if ev.kind == SWITCH and ev.next is not None and ev.next.tid == 0:
+                into_idle += 1
+    return into_idle >= PROBE_IDLE_SWITCHES, chain(head, it)
+
+
+def intervals(events: Iterable, path: str, lenient: bool = False,
+              stats: Optional[dict] = None, include_open: bool = False) -> Iterator[Interval]:
+    """Turn the SchedEvents of one input (file order) into Intervals.
+
+    Non-sched records (``Sample``) are skipped and counted in ``stats["samples"]``.
+    Counts go into ``stats`` (reasons: ``inferred_switch_in``, ``no_wakeup``,
+    ``no_switch_in``, ``open``, ``open_oncpu``, ``missing_switch_out``,
+    ``out_of_order``, ``per_process_unmeasured``; ``threads`` per tid). Events going
+    back in time raise ParseError unless ``lenient`` (then they are skipped)."""
+    if stats is None:
+        stats = {}
+    stats.setdefault("threads", {})
+    per_process, events = _probe(events)
+    if per_process:
+        stats["per_process"] = 1
+    machine = _Machine(path, lenient, stats, per_process)
+    for ev in events:
+        if not isinstance(ev, SchedEvent):
+            _count(stats, "samples")
+            continue
+        yield from machine.step(ev)
+    yield from machine.finish(include_open)
+
+
+class _Machine:
+    def __init__(self, path: str, lenient: bool, stats: dict, per_process: bool):
+        self.path = path
+        self.lenient = lenient
+        self.stats = stats
+        self.per_process = per_process
+        self.threads: dict = {}
+        self.cpu_last: dict = {}     # cpu -> time of its previous sched_switch
+        self.last_ns: Optional[int] = None
+        self.first_ns: Optional[int] = None
+
+    def step(self, ev: SchedEvent) -> Iterator[Interval]:
+        t = ev.time_ns
+        if self.last_ns is not None and t < self.last_ns:
+            if not self.lenient:
+                raise ParseError(self.path, ev.lineno, "events in time order",
+                                 f"{_fmt_ns(t)} after {_fmt_ns(self.last_ns)}")
+            _count(self.stats, "out_of_order")
+            return
+        if self.first_ns is None:
+            self.first_ns = t
+        self.last_ns = t
+        if ev.kind == SWITCH:
+            yield from self._switch(ev, t)
+            self.cpu_last[ev.cpu] = t
+        elif ev.kind == WAKEUP:
+            yield from self._wakeup(ev, t)
+        elif ev.kind == EXIT:
+            self._exit(ev)
+
+    # -- switch -----------------------------------------------------------------
+    def _switch(self, ev: SchedEvent, t: int) -> Iterator[Interval]:
+        prev, nxt = ev.prev, ev.next
+        if prev is not None:
+            yield from self._switch_out(ev, prev, t)
+        if nxt is not None and not (prev is not None and _key(prev, ev.cpu) == _key(nxt, ev.cpu)):
+            yield from self._switch_in(nxt, _key(nxt, ev.cpu), t)
+
+    def _switch_out(self, ev: SchedEvent, prev: Task, t: int) -> Iterator[Interval]:
+        key = _key(prev, ev.cpu)
+        st = self.threads.get(key)
+        if prev.tid:
+            _thread_count(self.stats, prev.tid, 0)
+        if st is not None and st.phase != ON:
+            yield from self._missed_switch_in(st, key, ev.cpu, t)
+        elif st is not None:
+            yield Interval(st.task or prev, ONCPU, "", st.start, t)
+        dead = st is not None and st.dead
+        if dead or is_dead(ev.prev_state):
+            self.threads.pop(key, None)
+            return
+        phase = RQ if is_preempted(ev.prev_state) else BLK
+        self.threads[key] = _Thread(phase, t, ev.prev_state, ev.stack, prev)
+
+    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> Iterator[Interval]:
+        """T is switched out while off-CPU: its switch-in was not recorded."""
+        tin = self.cpu_last.get(cpu) if cpu is not None else None
+        if self.per_process or tin is None:
+            _count(self.stats, "per_process_unmeasured" if self.per_process else "no_switch_in")
+            return
+        _count(self.stats, "inferred_switch_in")
+        if st.task.tid:
+            _thread_count(self.stats, st.task.tid, 1)
+        tin = max(tin, st.held.start_ns if st.held is not None else st.start)
+        yield from self._end_offcpu(st, tin)
+        yield Interval(st.task, ONCPU, "", tin, t)
+
+    def _switch_in(self, task: Task, key, t: int) -> Iterator[Interval]:
+        st = self.threads.get(key)
+        if self.per_process:
+            if st is not None and st.phase != ON:
+                _count(self.stats, "per_process_unmeasured")
+            self.threads.pop(key, None)
+            return
+        if st is None:
+            self.threads[key] = _Thread(ON, t, task=task)
+            return
+        if st.phase == ON:
+            _count(self.stats, "missing_switch_out")
+        else:
+            if st.phase == BLK:
+                _count(self.stats, "no_wakeup")
+                if task.tid:
+                    _thread_count(self.stats, task.tid, 2)
+            yield from self._end_offcpu(st, t)
+        dead = st.dead
+        self.threads[key] = _Thread(ON, t, task=task)
+        self.threads[key].dead = dead
+
+    def _end_offcpu(self, st: _Thread, t: int) -> Iterator[Interval]:
+        """End the off-CPU period of ``st`` at ``t`` (a switch-in, real or inferred)."""
+        if st.phase == BLK:
+            yield Interval(st.task, BLOCKED, st.state, st.start, t, st.stack)
+            return
+        held = st.held
+        if held is not None and t < held.end_ns:
+            # inferred switch-in before the wakeup: all of it was blocked (timehist too)
+            yield Interval(st.task, BLOCKED, held.state, held.start_ns, t, held.stack,
+                           held.waker, held.waker_stack)
+            return
+        if held is not None:
+            yield held
+        yield Interval(st.task, RUNQ, "R" if held is None and st.state != "W" else "W",
+                       st.start, t, st.stack)
+
+    # -- wakeup / exit ----------------------------------------------------------
+    def _wakeup(self, ev: SchedEvent, t: int) -> Iterator[Interval]:
+        target = ev.target
+        if target is None:
+            return
+        key = _key(target, ev.cpu)
+        st = self.threads.get(key)
+        if st is None:
+            if ev.event.endswith("sched_wakeup_new") and not self.per_process:
+                self.threads[key] = _Thread(RQ, t, "W", (), target)
+            return
+        if st.phase != BLK:
+            return
+        blocked = Interval(st.task, BLOCKED, st.state, st.start, t, st.stack, ev.task, ev.stack)
+        if self.per_process:
+            del self.threads[key]
+            yield blocked
+            return
+        st.held = blocked
+        st.phase = RQ
+        st.start = t
+
+    def _exit(self, ev: SchedEvent) -> None:
+        target = ev.target or ev.task
+        key = _key(target, ev.cpu)
+        st = self.threads.get(key)
+        if st is None:
+            return
+        if st.phase == ON:
+            st.dead = True       # its last switch-out (prev_state X) ends it
+        else:
+            del self.threads[key]
+
+    # -- end of input -----------------------------------------------------------
+    def finish(self, include_open: bool) -> Iterator[Interval]:
+        end = self.last_ns
+        for key in sorted(self.threads, key=_sort_key):
+            st = self.threads[key]
+            if st.held is not None:
+                yield st.held
+            if self.per_process:
+                _count(self.stats, "per_process_unmeasured")
+                continue
+            if not include_open or end is None:
+                _count(self.stats, "open_oncpu" if st.phase == ON else "open")
+                continue
+            if st.phase == ON:
+                yield Interval(st.task, ONCPU, "", st.start, end)
+            elif st.phase == BLK:
+                yield Interval(st.task, BLOCKED, st.state, st.start, end, st.stack)
+            else:
+                kind_state = "W" if st.held is not None or st.state == "W" else "R"
+                yield Interval(st.task, RUNQ, kind_state, st.start, end, st.stack)
+        self.threads.clear()
+        self.stats["first_ns"] = self.first_ns
+        self.stats["last_ns"] = self.last_ns

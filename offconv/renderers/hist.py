@@ -1,0 +1,57 @@
+"""Histograms in bpftrace's text layout (``hist()``/``lhist()``, ANCHORS.md 6.1), as
+bpftrace 0.17 printed them in shared/corpus/recorded/bpftrace/*.txt:
+
+    @blocked_us: 
+    [2, 4)               157 |@@@@@@@@@                                           |
+    [4, 8)               178 |@@@@@@@@@@                                          |
+
+One block per ``profile.histograms`` entry (off-CPU profiles carry ``blocked_us`` and
+``runq_us``), each ending with a blank line. Bars are 52 wide, scaled to the largest
+count and truncated, as bpftrace does.
+"""
+from __future__ import annotations
+
+from typing import TextIO
+
+from ..formats import OutputFormat
+
+BAR = 52
+_SUFFIXES = ((1 << 60, "E"), (1 << 50, "P"), (1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"),
+             (1 << 10, "K"))
+
+
+def number(v: int) -> str:
+    """bpftrace's bound labels: 1K, 2M, ... for multiples of powers of 1024."""
+    for unit, suffix in _SUFFIXES:
+        if v >= unit and v % unit == 0:
+            return f"{v // unit}{suffix}"
+    return str(v)
+
+
+def label(lo, hi) -> str:
+    if lo is None:
+        return f"(..., {number(hi)})"
+    if hi is None:
+        return f"[{number(lo)}, ...)"
+    if hi == lo + 1:
+        return f"[{number(lo)}]"
+    return f"[{number(lo)}, {number(hi)})"
+
+
+def render_histogram(h, out: TextIO) -> None:
+    keys = f"[{', '.join(str(k) for k in h.keys)}]" if h.keys else ""
+    out.write(f"@{h.name}{keys}: \n")
+    top = max((c for _, _, c in h.buckets), default=0)
+    for lo, hi, count in h.buckets:
+        bar = "@" * int(count / top * BAR) if top else ""
+        out.write(f"{label(lo, hi):<16}{count:>8} |{bar:<{BAR}}|\n")
+    out.write("\n")
+
+
+def render(profile, out: TextIO, opts=None) -> None:
+    for h in profile.histograms:
+        render_histogram(h, out)
+
+
+FORMAT = OutputFormat(name="hist", suffixes=(".hist",), render=render,
+                      description="bpftrace-style log2 histograms of blocked and run-queue latency")

@@ -1,0 +1,189 @@
+"""The interval state machine on hand-built event sequences: one test per rule of
+DESIGN.md "Interval semantics" (times in µs below, ns in the model)."""
+from __future__ import annotations
+
+import pytest
+
+from offconv.errors import ParseError
+from offconv.intervals import PROBE_IDLE_SWITCHES, intervals
+from offconv.model import (BLOCKED, EXIT, KERNEL, ONCPU, RUNQ, SWITCH, WAKEUP, Frame,
+                           Interval, Sample, SchedEvent, Task)
+
+A = Task("app", None, 10)
+B = Task("other", None, 20)
+W = Task("waker", None, 30)
+IDLE0 = Task("swapper/0", None, 0)
+IDLE1 = Task("swapper/1", None, 0)
+FUTEX = (Frame("do_syscall_64", "[kernel.kallsyms]", KERNEL),
+         Frame("futex_wait", "[kernel.kallsyms]", KERNEL),
+         Frame("schedule", "[kernel.kallsyms]", KERNEL))
+WAKER_STACK = (Frame("futex_wake", "[kernel.kallsyms]", KERNEL),
+               Frame("try_to_wake_up", "[kernel.kallsyms]", KERNEL))
+
+
+def sw(t_us, cpu, prev, state, nxt, stack=(), lineno=0, header=None):
+    return SchedEvent(SWITCH, round(t_us * 1000), cpu, header or prev, stack, "sched:sched_switch",
+                      prev=prev, prev_state=state, next=nxt, lineno=lineno)
+
+
+def wk(t_us, cpu, waker, target, event="sched:sched_wakeup", stack=WAKER_STACK):
+    return SchedEvent(WAKEUP, round(t_us * 1000), cpu, waker, stack, event, target=target)
+
+
+def run(events, **kw):
+    stats: dict = {}
+    return list(intervals(events, "t.txt", stats=stats, **kw)), stats
+
+
+def of(ivs, task, kind=None):
+    return [(iv.kind, iv.state, iv.start_ns // 1000, iv.end_ns // 1000) for iv in ivs
+            if iv.task.tid == task.tid and (kind is None or iv.kind == kind)]
+
+
+def test_preempted_switch_out_is_run_queue_wait():
+    ivs, stats = run([sw(0, 0, IDLE0, "R", A), sw(10, 0, A, "R+", B, FUTEX), sw(15, 0, B, "S", A)])
+    assert of(ivs, A) == [("oncpu", "", 0, 10), ("runq", "R", 10, 15)]
+    assert [iv.stack for iv in ivs if iv.kind == RUNQ and iv.task == A] == [FUTEX]
+
+
+def test_blocked_then_wakeup_then_switch_in():
+    ivs, _ = run([sw(10, 0, A, "S", B, FUTEX), wk(30, 1, W, A), sw(35, 0, B, "R", A)])
+    got = [iv for iv in ivs if iv.task == A]
+    assert [(iv.kind, iv.state, iv.start_ns, iv.end_ns) for iv in got] == [
+        (BLOCKED, "S", 10_000, 30_000), (RUNQ, "W", 30_000, 35_000)]
+    assert got[0].waker == W and got[0].waker_stack == WAKER_STACK and got[0].stack == FUTEX
+    assert got[1].stack == FUTEX   # run-queue time keeps the switch-out stack
+
+
+def test_first_wakeup_event_wins():
+    ivs, _ = run([sw(10, 0, A, "S", B), wk(20, 1, W, A, "sched:sched_waking"),
+                  wk(22, 1, W, A, "sched:sched_wakeup"), sw(25, 0, B, "S", A)])
+    assert of(ivs, A) == [("blocked", "S", 10, 20), ("runq", "W", 20, 25)]
+
+
+def test_switch_in_without_wakeup_counts_blocked_and_no_wakeup():
+    ivs, stats = run([sw(10, 0, A, "D", B), sw(40, 0, B, "S", A)])
+    assert of(ivs, A) == [("blocked", "D", 10, 40)]
+    assert stats["no_wakeup"] == 1
+    assert stats["threads"][A.tid] == [1, 0, 1]
+
+
+def test_missing_switch_in_is_inferred_from_the_previous_switch_on_that_cpu():
+    ivs, stats = run([
+        sw(10, 0, A, "S", B),            # A blocks on cpu 0
+        wk(20, 1, W, A),                 # woken
+        sw(25, 1, W, "S", B),            # another cpu: irrelevant
+        sw(30, 0, B, "S", IDLE0),        # the last switch on cpu 0 before A's next switch-out
+        sw(50, 0, A, "S", B),            # A switched out again: its switch-in was missed
+    ])
+    assert of(ivs, A) == [("blocked", "S", 10, 20), ("runq", "W", 20, 30), ("oncpu", "", 30, 50)]
+    assert stats["inferred_switch_in"] == 1
+    assert stats["threads"][A.tid][1] == 1
+    assert of(ivs, A) and stats.get("open") == 2   # A's new wait and B's are open at the end
+
+
+def test_inferred_switch_in_before_the_wakeup_is_all_blocked():
+    ivs, _ = run([sw(5, 0, B, "S", IDLE0), sw(10, 1, A, "S", W), wk(20, 1, W, A),
+                  sw(30, 0, A, "S", IDLE0)])
+    # the previous switch on cpu 0 (5) is before A's switch-out: clamped to it, no negative time
+    assert of(ivs, A) == [("blocked", "S", 10, 10), ("oncpu", "", 10, 30)]
+
+
+def test_exit_ends_the_thread_and_placeholder_header_is_ignored():
+    ph = Task(":-1", -1, -1)
+    ivs, stats = run([sw(0, 0, IDLE0, "R", A),
+                      SchedEvent(EXIT, 5000, 0, A, (), "sched:sched_process_exit", target=A),
+                      sw(8, 0, A, "X", IDLE0, header=ph), sw(20, 0, IDLE0, "R", B)],
+                     include_open=True)
+    assert of(ivs, A) == [("oncpu", "", 0, 8)]   # no off-CPU interval opened for a dead thread
+
+
+def test_dead_state_switch_out_opens_nothing():
+    ivs, stats = run([sw(0, 0, IDLE0, "R", A), sw(4, 0, A, "Z", IDLE0)])
+    assert of(ivs, A) == [("oncpu", "", 0, 4)]
+    assert "open" not in stats
+
+
+def test_open_intervals_are_dropped_or_clipped():
+    events = [sw(10, 0, A, "S", B), sw(20, 1, W, "R", IDLE1), wk(30, 1, W, B)]
+    ivs, stats = run(events)
+    assert of(ivs, A) == [] and stats["open"] >= 1
+    ivs, stats = run(events, include_open=True)
+    assert of(ivs, A) == [("blocked", "S", 10, 30)]
+    assert "open" not in stats
+
+
+def test_open_run_queue_after_wakeup_keeps_the_finished_blocked_part():
+    ivs, stats = run([sw(10, 0, A, "S", B), wk(30, 1, W, A)])
+    assert of(ivs, A) == [("blocked", "S", 10, 30)]
+    assert stats["open"] >= 1
+
+
+def test_first_event_switch_in_charges_nothing_before():
+    ivs, _ = run([sw(10, 0, B, "S", A), sw(25, 0, A, "R", B)])
+    assert of(ivs, A) == [("oncpu", "", 10, 25)]
+
+
+def test_wakeup_new_starts_run_queue_wait():
+    ivs, _ = run([wk(5, 0, W, A, "sched:sched_wakeup_new"), sw(9, 0, W, "S", A)])
+    assert of(ivs, A) == [("runq", "W", 5, 9)]
+
+
+def test_idle_tasks_are_tracked_per_cpu():
+    ivs, _ = run([sw(10, 0, IDLE0, "R", A), sw(12, 1, IDLE1, "R", B),
+                  sw(20, 1, B, "S", IDLE1), sw(30, 0, A, "S", IDLE0)])
+    idle = sorted((iv.start_ns // 1000, iv.end_ns // 1000) for iv in ivs
+                  if iv.task.tid == 0 and iv.kind == RUNQ)
+    assert idle == [(10, 30), (12, 20)]
+
+
+def test_out_of_order_is_an_error_with_file_and_line():
+    events = [sw(10, 0, A, "S", B, lineno=3), sw(5, 0, B, "S", A, lineno=9)]
+    with pytest.raises(ParseError) as e:
+        run(events)
+    assert e.value.lines()[0].startswith("offconv: t.txt:9: expected events in time order")
+    ivs, stats = run(events, lenient=True)
+    assert stats["out_of_order"] == 1
+
+
+def test_samples_are_skipped_and_counted():
+    s = Sample(A, 1000, 0, "cpu-clock", 1, ())
+    ivs, stats = run([s, sw(10, 0, A, "S", B)])
+    assert stats["samples"] == 1
+
+
+def test_per_process_recording_is_detected_and_only_wakeup_ended_waits_kept():
+    events = []
+    t = 0
+    for i in range(PROBE_IDLE_SWITCHES + 2):
+        t += 100
+        events.append(sw(t, 0, A, "S", IDLE0, FUTEX))     # switch-outs, never a switch-in
+        events.append(wk(t + 40, 0, B, A))                 # woken by a sibling thread
+        t += 100
+        events.append(sw(t, 0, B, "R", IDLE0))
+    ivs, stats = run(events)
+    assert stats["per_process"] == 1
+    assert {iv.kind for iv in ivs} == {BLOCKED}
+    assert all(iv.duration_ns == 40_000 and iv.waker == B for iv in ivs)
+    assert len(ivs) == PROBE_IDLE_SWITCHES + 2
+    assert "inferred_switch_in" not in stats
+
+
+def test_system_wide_recording_is_not_per_process():
+    events = [sw(10, 0, IDLE0, "R", A)] + [sw(20 + i, 0, A if i % 2 == 0 else IDLE0, "S" if i % 2 == 0 else "R",
+                                              IDLE0 if i % 2 == 0 else A)
+                                           for i in range(2 * PROBE_IDLE_SWITCHES)]
+    ivs, stats = run(events)
+    assert "per_process" not in stats
+    assert any(iv.kind == ONCPU for iv in ivs)
+
+
+def test_intervals_stream_lazily():
+    def gen():
+        yield sw(10, 0, A, "S", B)
+        yield sw(20, 0, B, "S", A)
+        raise AssertionError("read past what was needed")
+    it = intervals(gen(), "t.txt", stats={})
+    # the -p probe buffers a bounded prefix, then intervals flow
+    with pytest.raises(AssertionError):
+        list(it)

@@ -1,0 +1,160 @@
+"""Off-CPU aggregation: modes, naming, state split, rounding and filters."""
+from __future__ import annotations
+
+import pytest
+
+from offconv.errors import OffconvError
+from offconv.model import KERNEL, USER, Frame, Task
+from offconv.offcpu import build_profile, parse_state, state_matches
+from offconv.options import AggregateOptions
+from test_intervals import IDLE0, W, WAKER_STACK, sw, wk
+
+APP = Task("my app", None, 10)
+APP2 = Task("worker", 7, 11)
+STACK = (Frame("main", "/bin/app", USER), Frame("read", "/lib/libc.so", USER),
+         Frame("ksys_read", "[kernel.kallsyms]", KERNEL), Frame("schedule", "[kernel.kallsyms]", KERNEL))
+
+
+def events():
+    """APP: blocked S 100 µs + run queue 5 µs (woken by W); then preempted 20 µs.
+    APP2: preempted 80 µs with no stack; blocked D 1.4 µs (rounds to 1) without wakeup."""
+    return [
+        sw(0, 0, IDLE0, "R", APP),
+        sw(10, 0, APP, "S", IDLE0, STACK),
+        wk(110, 1, W, APP),
+        sw(115, 0, IDLE0, "R", APP),
+        sw(200, 0, APP, "R", APP2, STACK),
+        sw(220, 0, APP2, "R", APP),       # no stack
+        sw(300, 1, IDLE0, "R", APP2),
+        sw(301, 1, APP2, "D", IDLE0, STACK),
+        sw(302.4, 1, IDLE0, "R", APP2),
+    ]
+
+
+def fold(mode="offcpu", evs=None, **kw):
+    prof = build_profile([("t.txt", iter(evs or events()))], AggregateOptions(mode=mode, **kw))
+    return {";".join(k): v for k, v in prof.samples.items()}, prof
+
+
+def test_offcpu_mode_charges_blocked_plus_runq_to_the_switch_out_stack():
+    got, prof = fold()
+    assert got == {"my_app;main;read;ksys_read;schedule": 125, "worker;main;read;ksys_read;schedule": 1,
+                   "worker": 80}
+    assert prof.unit == "us" and prof.mode == "offcpu"
+
+
+def test_auto_mode_resolves_to_offcpu():
+    got, prof = fold("auto")
+    assert prof.mode == "offcpu" and got["my_app;main;read;ksys_read;schedule"] == 125
+
+
+def test_blocked_and_runq_modes():
+    assert fold("blocked")[0] == {"my_app;main;read;ksys_read;schedule": 100,
+                                  "worker;main;read;ksys_read;schedule": 1}
+    assert fold("runq")[0] == {"my_app;main;read;ksys_read;schedule": 25, "worker": 80}
+
+
+def test_wakeup_mode_is_offwaketime_layout():
+    got, _ = fold("wakeup")
+    assert got == {"my_app;main;read;ksys_read;schedule;--;try_to_wake_up;futex_wake;waker": 100}
+
+
+def test_state_split_marker_is_the_second_frame():
+    got, _ = fold(state_split=True)
+    assert got == {"my_app;[blocked S];main;read;ksys_read;schedule": 100,
+                   "my_app;[run queue];main;read;ksys_read;schedule": 5,
+                   "my_app;[preempted];main;read;ksys_read;schedule": 20,
+                   "worker;[blocked D];main;read;ksys_read;schedule": 1,
+                   "worker;[preempted]": 80}
+    # only mode offcpu splits
+    assert "my_app;main;read;ksys_read;schedule" in fold("blocked", state_split=True)[0]
+
+
+def test_rounding_is_once_per_stack_and_zero_stacks_are_dropped():
+    evs = [sw(0, 0, APP2, "D", IDLE0, STACK), sw(0.4, 0, IDLE0, "R", APP2),
+           sw(1, 0, APP2, "D", IDLE0, STACK), sw(1.4, 0, IDLE0, "R", APP2)]
+    assert fold(evs=evs)[0] == {"worker;main;read;ksys_read;schedule": 1}   # 0.8 µs -> 1
+    assert fold(evs=evs[:2])[0] == {}                                          # 0.4 µs -> dropped
+
+
+def test_naming_pid_tid_and_unknown_pid():
+    got, _ = fold(tid=True)
+    assert set(got) == {"my_app-?/10;main;read;ksys_read;schedule", "worker-7/11;main;read;ksys_read;schedule",
+                        "worker-7/11"}
+    got, _ = fold(pid=True)
+    assert "worker-7;main;read;ksys_read;schedule" in got
+
+
+def test_kernel_annotation_and_stack_selection():
+    assert "my_app;main;read;ksys_read_[k];schedule_[k]" in fold(kernel=True)[0]
+    assert "my_app;main;read" in fold(user_stacks_only=True)[0]
+    assert "my_app;ksys_read;schedule" in fold(kernel_stacks_only=True)[0]
+    assert "my_app;main;read;-;ksys_read;schedule" in fold(delimited=True)[0]
+    with pytest.raises(OffconvError):
+        fold(user_stacks_only=True, kernel_stacks_only=True)
+
+
+def test_thread_filters():
+    assert set(fold(filter_tids=frozenset({11}))[0]) == {"worker;main;read;ksys_read;schedule", "worker"}
+    assert set(fold(comm="^my")[0]) == {"my_app;main;read;ksys_read;schedule"}
+    got, prof = fold(filter_pids=frozenset({10}))     # no pid in the input: matches the tid
+    assert set(got) == {"my_app;main;read;ksys_read;schedule"}
+    assert any("only thread ids" in w for w in prof.warnings)
+    assert "worker;main;read;ksys_read;schedule" in fold(filter_pids=frozenset({7}))[0]
+
+
+def test_idle_excluded_unless_asked():
+    assert not any(k.startswith("swapper") for k in fold()[0])
+    got, prof = fold(include_idle=True)
+    assert any(k.startswith("swapper/0") for k in got)
+    assert 0 in prof.threads
+
+
+def test_min_max_block_time_filter_the_whole_span_in_offcpu_mode():
+    # APP's spans: 105 µs (blocked 100 + runq 5) and 20 µs (preempted); APP2's 80 and 1.4
+    assert fold(min_block_us=21)[0] == {"my_app;main;read;ksys_read;schedule": 105, "worker": 80}
+    assert fold(max_block_us=20)[0] == {"my_app;main;read;ksys_read;schedule": 20,
+                                        "worker;main;read;ksys_read;schedule": 1}
+    # blocked mode filters the blocked interval itself
+    assert fold("blocked", min_block_us=100)[0] == {"my_app;main;read;ksys_read;schedule": 100}
+
+
+def test_state_filter():
+    assert fold(states=frozenset("R"))[0] == {"my_app;main;read;ksys_read;schedule": 20, "worker": 80}
+    assert fold(states=frozenset("D"))[0] == {"worker;main;read;ksys_read;schedule": 1}
+
+
+def test_parse_state():
+    assert parse_state("0") == frozenset("R")
+    assert parse_state("2") == frozenset("D")
+    assert parse_state("3") == frozenset("SD")
+    assert parse_state("D") == frozenset("D")
+    assert parse_state("S,D") == frozenset("SD")
+    assert state_matches("D|K", frozenset("D")) and state_matches("R+", frozenset("R"))
+    assert not state_matches("S", frozenset("D"))
+    for bad in ("Q", "", "256"):
+        with pytest.raises(OffconvError):
+            parse_state(bad)
+
+
+def test_threads_and_histograms():
+    _, prof = fold()
+    t = prof.threads[10]
+    assert (t.blocked_ns, t.runq_ns, t.runq_preempted_ns) == (100_000, 25_000, 20_000)
+    assert t.oncpu_ns == (10 - 0 + 200 - 115) * 1000
+    assert t.switches == 2
+    names = [h.name for h in prof.histograms]
+    assert names == ["blocked_us", "runq_us"]
+    assert prof.histograms[0].buckets == ((1, 2, 1), (2, 4, 0), (4, 8, 0), (8, 16, 0), (16, 32, 0),
+                                          (32, 64, 0), (64, 128, 1))
+
+
+def test_inputs_are_merged_each_with_its_own_state():
+    evs = events()
+    prof = build_profile([("a.txt", iter(evs)), ("b.txt", iter(evs))], AggregateOptions())
+    assert {";".join(k): v for k, v in prof.samples.items()}["my_app;main;read;ksys_read;schedule"] == 250
+
+
+def test_mode_oncpu_is_refused():
+    with pytest.raises(OffconvError):
+        fold("oncpu")

@@ -1,0 +1,179 @@
+"""Report, JSON and hist renderers; percentiles, buckets, causes and the verdict matrix."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from offconv.analysis import (Analysis, classify, human_us, latency_stats, log2_buckets,
+                              percentile, summarize, verdict)
+from offconv.errors import OffconvError
+from offconv.model import BLOCKED, KERNEL, RUNQ, Frame, Histogram, Interval, Profile, Task
+from offconv.offcpu import build_profile
+from offconv.options import AggregateOptions, Options, ReportOptions
+from offconv.renderers import hist, json_report, report
+from test_offcpu import events
+
+
+def k(*names):
+    return tuple(Frame(n, "[kernel.kallsyms]", KERNEL) for n in names)
+
+
+@pytest.mark.parametrize("stack,cause", [
+    (k("do_syscall_64", "__x64_sys_futex", "futex_wait", "futex_do_wait", "schedule", "__schedule"), "lock"),
+    (k("do_fsync", "ext4_sync_file", "folio_wait_bit", "io_schedule", "schedule"), "disk"),
+    (k("asm_exc_page_fault", "filemap_fault", "folio_wait_bit_common", "io_schedule", "schedule"), "paging"),
+    (k("kthread", "worker_thread", "schedule", "__schedule"), "poll/idle"),
+    (k("kthread", "worker_thread", "process_one_work", "submit_bio_wait", "io_schedule", "schedule"), "disk"),
+    (k("do_epoll_wait", "ep_poll", "schedule_hrtimeout_range_clock", "schedule"), "poll/idle"),
+    (k("do_pselect.constprop.0", "core_sys_select", "do_select", "poll_schedule_timeout.constprop.0",
+       "schedule_hrtimeout_range_clock", "schedule"), "poll/idle"),
+    (k("__do_sys_wait4", "kernel_wait4", "do_wait", "schedule"), "child"),
+    (k("__do_sys_clone3", "kernel_clone", "wait_for_completion_state", "__wait_for_common",
+       "schedule_timeout", "schedule"), "child"),
+    (k("__x64_sys_clock_nanosleep", "hrtimer_nanosleep", "do_nanosleep", "schedule"), "sleep"),
+    (k("tcp_recvmsg", "sk_wait_data", "schedule_timeout", "schedule"), "network"),
+    (k("rwsem_down_read_slowpath", "schedule"), "lock"),
+    (k("mystery", "schedule"), "other"),
+    ((Frame("main", "/bin/x"),), "other"),
+])
+def test_causes(stack, cause):
+    assert classify(stack)[0] == cause
+
+
+def test_percentile_is_nearest_rank():
+    v = list(range(1, 101))
+    assert (percentile(v, 50), percentile(v, 90), percentile(v, 99)) == (50, 90, 99)
+    assert percentile([7], 99) == 7 and percentile([], 50) is None
+    assert percentile([1, 2, 3], 50) == 2
+    assert latency_stats([1_499, 2_500, 100_000]) == {"count": 3, "p50_us": 3, "p90_us": 100,
+                                                      "p99_us": 100, "max_us": 100}
+
+
+def test_log2_buckets_like_bpftrace_hist():
+    assert log2_buckets([0, 999, 1_000, 3_999, 4_000, 1_048_576_000]) [:4] == (
+        (0, 1, 2), (1, 2, 1), (2, 4, 1), (4, 8, 1))
+    assert log2_buckets([5_000, 40_000])[0] == (4, 8, 1) and log2_buckets([]) == ()
+
+
+def test_hist_layout_matches_bpftrace():
+    h = Histogram("blocked_us", (), "us", ((2, 4, 157), (4, 8, 178), (512, 1024, 842), (1024, 2048, 2)))
+    out = io.StringIO()
+    hist.render(Profile(histograms=[h]), out, Options())
+    assert out.getvalue() == (
+        "@blocked_us: \n"
+        "[2, 4)               157 |@@@@@@@@@                                           |\n"
+        "[4, 8)               178 |@@@@@@@@@@                                          |\n"
+        "[512, 1K)            842 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
+        "[1K, 2K)               2 |                                                    |\n"
+        "\n")
+    out = io.StringIO()
+    hist.render_histogram(Histogram("ms", ("lockholder",), "ms", ((0, 1, 1), (None, 0, 1), (100, None, 3))), out)
+    assert out.getvalue().splitlines()[:4] == ["@ms[lockholder]: ", "[0]                    1 |@@@@@@@@@@@@@@@@@                                   |",
+                                               "(..., 0)               1 |@@@@@@@@@@@@@@@@@                                   |",
+                                               "[100, ...)             3 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"]
+
+
+def test_human_units():
+    assert [human_us(x) for x in (0, 850, 50_300, 2_260_000)] == ["0 µs", "850 µs", "50.3 ms", "2.26 s"]
+
+
+def profile():
+    return build_profile([("t.txt", iter(events()))], AggregateOptions())
+
+
+def test_json_report_has_the_design_keys_and_integer_us():
+    out = io.StringIO()
+    json_report.render(profile(), out, Options())
+    d = json.loads(out.getvalue())
+    for key in ("totals", "threads", "latency", "causes", "top_stacks", "dropped", "verdict"):
+        assert key in d
+    assert set(d["totals"]) >= {"blocked_us", "runq_us", "runq_preempted_us", "oncpu_us", "offcpu_us"}
+    assert (d["totals"]["offcpu_us"], d["totals"]["blocked_us"], d["totals"]["runq_us"]) == (206, 101, 105)
+    row = next(t for t in d["threads"] if t["tid"] == 10)
+    assert (row["comm"], row["pid"], row["blocked_us"], row["runq_us"], row["runq_preempted_us"],
+            row["switches"]) == ("my app", None, 100, 25, 20, 2)
+    assert set(d["latency"]["runq"]) == {"count", "p50_us", "p90_us", "p99_us", "max_us"}
+    assert d["verdict"]["answer"] in ("capacity", "waiting", "both", "on-cpu")
+
+    def ints(o, key=""):
+        if isinstance(o, dict):
+            for kk, v in o.items():
+                ints(v, kk)
+        elif isinstance(o, list):
+            for v in o:
+                ints(v, key)
+        elif key.endswith("_us"):
+            assert isinstance(o, int), key
+    ints(d)
+    again = io.StringIO()
+    json_report.render(profile(), again, Options())
+    assert again.getvalue() == out.getvalue()
+
+
+def test_text_report_starts_with_the_verdict():
+    out = io.StringIO()
+    report.render(profile(), out, Options())
+    text = out.getvalue()
+    assert text.startswith("Verdict: ")
+    assert "Threads (by off-CPU time)" in text and "my app" in text
+    assert "p99" in text and "Blocked time by cause" in text
+
+
+def test_report_without_sched_events_is_an_error():
+    with pytest.raises(OffconvError):
+        report.render(Profile(), io.StringIO(), Options())
+
+
+def _analysis(runq_ms, blocked_ms, oncpu_ms, stack, n=20):
+    """n threads-worth of intervals for one thread: each period blocked + run queue."""
+    an = Analysis()
+    t = Task("svc", 1, 1)
+    now = 0
+    for _ in range(n):
+        b = Interval(t, BLOCKED, "S", now, now + blocked_ms * 1_000_000, stack)
+        an.add_blocked(b, ("svc",), "svc")
+        now = b.end_ns
+        r = Interval(t, RUNQ, "W", now, now + runq_ms * 1_000_000, stack)
+        an.add_runq(r, ("svc",), "svc")
+        now = r.end_ns
+        an.add_oncpu(Interval(t, "oncpu", "", now, now + oncpu_ms * 1_000_000))
+        now += oncpu_ms * 1_000_000
+    an.threads[1].switches = n
+    return an
+
+
+FUTEX = k("futex_wait", "schedule")
+EPOLL = k("ep_poll", "schedule")
+
+
+@pytest.mark.parametrize("runq,blocked,stack,answer", [
+    (30, 0, FUTEX, "capacity"),
+    (0, 50, FUTEX, "waiting"),
+    (30, 50, FUTEX, "both"),
+    (0, 0, FUTEX, "on-cpu"),
+    (0, 500, EPOLL, "on-cpu"),       # idle waits are not latency
+])
+def test_verdict_matrix(runq, blocked, stack, answer):
+    v = verdict(_analysis(runq, blocked, 10, stack), ReportOptions())
+    assert v["answer"] == answer, v["reason"]
+
+
+def test_idle_waits_count_when_the_user_selected_threads():
+    an = _analysis(0, 500, 10, EPOLL)
+    an.threads_filtered = True
+    assert verdict(an, ReportOptions())["answer"] == "waiting"
+
+
+def test_thresholds_are_configurable():
+    an = _analysis(3, 0, 10, FUTEX)           # run queue 23% of wall time, p99 3 ms
+    assert verdict(an, ReportOptions())["answer"] == "capacity"
+    assert verdict(an, ReportOptions(runq_share_long=0.5, runq_p99_long_us=50_000))["answer"] == "on-cpu"
+
+
+def test_summary_is_deterministic_and_complete():
+    s = summarize(_analysis(30, 50, 10, FUTEX), ReportOptions())
+    assert s["latency"]["blocked"]["p99_us"] == 50_000
+    assert s["causes"] == [{"cause": "lock", "blocked_us": 1_000_000, "idle": False}]
+    assert s["verdict"]["reason"].startswith("lock waits (futex) are 56% of svc's wall time, p99 50.0 ms")
