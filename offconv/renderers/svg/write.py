@@ -1,0 +1,220 @@
+"""The SVG writer: a Layout in, flamegraph.pl-shaped interactive SVG text out.
+
+Geometry follows flamegraph.pl (10 px side padding, title band of 3 font sizes, a
+bottom band for the details line, frame boxes ``height - 1`` px tall). The document is
+lean: one ``<g>`` per frame holding ``<title>``, ``<rect>`` and ``<text>``; fonts and
+event handlers are set once (attributes on ``<svg>``, one listener on ``#frames``), the
+script and CSS are package data files. Every piece of user text is escaped, and
+characters XML 1.0 does not allow are replaced by U+FFFD, so no frame name can break
+the document or run script.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Optional, TextIO
+
+from .layout import XPAD, Layout
+from .palette import Colorizer, diff_color, strip_annotation
+
+# Characters XML 1.0 does not allow (and lone surrogates, which cannot be encoded).
+_INVALID_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
+                          "'": "&#39;"})
+_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+_SHOW_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (0.0, "ns"))
+
+
+def escape(text: str) -> str:
+    """Text safe in XML 1.0 element content and attribute values."""
+    return _INVALID_XML.sub("\ufffd", str(text)).translate(_ESCAPES)
+
+
+@dataclass(frozen=True)
+class Style:
+    """Resolved drawing options (every None of FlameOptions already chosen)."""
+
+    title: str
+    subtitle: str
+    width: int
+    frame_height: int
+    fonttype: str
+    fontsize: float
+    fontwidth: float
+    countname: str
+    nametype: str
+    palette: str
+    background: tuple
+    use_hash: bool
+    inverted: bool
+    negate: bool
+    notes: str
+    factor: float
+    state_split: bool
+
+
+def _number(x: float) -> str:
+    """About three significant digits: 12.4, 3.1, 125, 1,234."""
+    if x >= 100:
+        return f"{x:,.0f}"
+    text = f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def value_formatter(countname: str, factor: float):
+    """value -> display text: "12.4 ms" for time units, "1,234 samples" otherwise."""
+    scale = _TIME_UNITS.get(countname)
+    if scale is None:
+        def fmt(v: float) -> str:
+            return f"{v * factor:,.0f} {countname}"
+        return fmt
+
+    def fmt_time(v: float) -> str:
+        seconds = v * factor * scale
+        mag = abs(seconds)
+        for limit, unit in _SHOW_UNITS:
+            if mag >= limit:
+                break
+        shown = seconds / (limit or 1e-9)
+        sign = "-" if shown < 0 else ""
+        return f"{sign}{_number(abs(shown))} {unit}"
+    return fmt_time
+
+
+def _resource(name: str) -> str:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    assert "]]>" not in text, f"{name} must not contain ']]>'"
+    return text
+
+
+def _js_config(style: Style) -> str:
+    conf = {"nametype": style.nametype, "inverted": style.inverted,
+            "fontsize": style.fontsize, "fontwidth": style.fontwidth,
+            "xpad": XPAD, "width": style.width}
+    text = json.dumps(conf, ensure_ascii=True, sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _notes(notes: str) -> str:
+    text = escape(notes)
+    while "--" in text:
+        text = text.replace("--", "- -")
+    return f"<!-- NOTES: {text.rstrip('-')} -->\n"
+
+
+def write_svg(out: TextIO, lay: Layout, style: Style, differential: bool) -> None:
+    ypad1 = style.fontsize * 3 + (style.fontsize * 2 if style.subtitle else 0)
+    ypad2 = style.fontsize * 2 + 10
+    height = (lay.depth_max + 1) * style.frame_height + ypad1 + ypad2
+    out.write(_header(style, _num(height), ypad2))
+    parts: list = []
+    _frames(parts, lay, style, height, ypad1, ypad2, differential)
+    out.write("".join(parts))
+    out.write("</g>\n</svg>\n")
+
+
+def _num(x: float) -> str:
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:.2f}"
+
+
+def _header(style: Style, height: str, ypad2: float) -> str:
+    w, fs = style.width, style.fontsize
+    h = float(height)
+    bg1, bg2 = style.background
+    subtitle = ""
+    if style.subtitle:
+        subtitle = (f'<text id="subtitle" x="{_num(w / 2)}" y="{_num(fs * 4)}" '
+                    f'text-anchor="middle">{escape(style.subtitle)}</text>\n')
+    bottom = _num(h - ypad2 / 2)
+    return "".join((
+        '<?xml version="1.0" standalone="no"?>\n',
+        _notes(style.notes) if style.notes else "",
+        f'<svg version="1.1" width="{w}" height="{height}" onload="init(evt)" '
+        f'viewBox="0 0 {w} {height}" xmlns="http://www.w3.org/2000/svg" '
+        f'font-family="{escape(style.fonttype)}" font-size="{_num(fs)}">\n',
+        '<defs>\n<linearGradient id="background" y1="0" y2="1" x1="0" x2="0">\n',
+        f'<stop stop-color="{bg1}" offset="5%"/>\n<stop stop-color="{bg2}" offset="95%"/>\n',
+        '</linearGradient>\n</defs>\n',
+        '<style type="text/css"><![CDATA[\n', _resource("flamegraph.css"), ']]></style>\n',
+        '<script type="text/ecmascript"><![CDATA[\n',
+        f'var fg_conf = {_js_config(style)};\n', _resource("flamegraph.js"), ']]></script>\n',
+        f'<rect x="0" y="0" width="{w}" height="{height}" fill="url(#background)"/>\n',
+        f'<text id="title" x="{_num(w / 2)}" y="{_num(fs * 2)}" text-anchor="middle" '
+        f'font-size="{_num(fs + 5)}">{escape(style.title)}</text>\n',
+        subtitle,
+        f'<text id="details" x="{XPAD}" y="{bottom}"> </text>\n',
+        f'<text id="unzoom" class="hide" x="{XPAD}" y="{_num(fs * 2)}">Reset Zoom</text>\n',
+        f'<text id="search" x="{_num(w - XPAD - 100)}" y="{_num(fs * 2)}">Search</text>\n',
+        f'<text id="ignorecase" x="{_num(w - XPAD - 16)}" y="{_num(fs * 2)}">ic</text>\n',
+        f'<text id="matched" x="{_num(w - XPAD - 100)}" y="{bottom}"> </text>\n',
+        '<g id="frames">\n',
+    ))
+
+
+def _rows_y(lay: Layout, style: Style, height: float, ypad1: float, ypad2: float):
+    """Per depth: (rect y, text y) strings."""
+    fh = style.frame_height
+    rows = []
+    for depth in range(lay.depth_max + 1):
+        if style.inverted:
+            y1 = ypad1 + depth * fh
+        else:
+            y1 = height - ypad2 - (depth + 1) * fh + 1
+        y2 = y1 + fh - 1
+        rows.append((_num(y1), _num(3 + (y1 + y2) / 2)))
+    return rows
+
+
+def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
+            ypad2: float, differential: bool) -> None:
+    """Append one ``<g>`` per frame. The hot loop of the renderer: everything that can
+    be is computed once per name or per depth."""
+    rows = _rows_y(lay, style, height, ypad1, ypad2)
+    rect_h = _num(style.frame_height - 1)
+    wpt = (style.width - 2 * XPAD) / lay.timemax
+    char_px = style.fontsize * style.fontwidth
+    fmt = value_formatter(style.countname, style.factor)
+    pct_of = 100.0 / lay.timemax
+    color = Colorizer(style.palette, style.use_hash, style.state_split)
+    names: dict = {}
+    append = parts.append
+    for name, depth, start, value, before, flags in lay.boxes:
+        shown = names.get(name)
+        if shown is None:
+            bare = strip_annotation(name)
+            shown = names[name] = (escape(bare), bare)
+        x1 = round(XPAD + start * wpt, 1)
+        x2 = round(XPAD + (start + value) * wpt, 1) if depth else round(XPAD + lay.timemax * wpt, 1)
+        w = x2 - x1
+        if depth == 0:
+            info = f"all ({fmt(value)}, 100%)"
+            fill = "rgb(250,250,250)" if differential else color("all", 0)
+        elif differential:
+            info, fill = _diff_info(shown[0], value, before, fmt, pct_of, lay, style)
+        else:
+            info = f"{shown[0]} ({fmt(value)}, {value * pct_of:.2f}%)"
+            fill = color(name, flags)
+        chars = int(w / char_px)
+        label = ""
+        if chars >= 3:
+            bare = shown[1]
+            label = shown[0] if len(bare) <= chars else escape(bare[:chars - 2] + "..")
+        ry, ty = rows[depth]
+        append(f'<g><title>{info}</title><rect x="{x1:.1f}" y="{ry}" width="{w:.1f}" '
+               f'height="{rect_h}" fill="{fill}"/><text x="{x1 + 3:.2f}" y="{ty}">{label}'
+               '</text></g>\n')
+
+
+def _diff_info(esc_name: str, after: float, before: Optional[float], fmt, pct_of: float,
+               lay: Layout, style: Style):
+    before = before or 0
+    delta = after - before
+    if style.negate:
+        delta = -delta
+    sign = "+" if delta > 0 else ""
+    info = (f"{esc_name} ({fmt(after)}, {after * pct_of:.2f}%; {sign}{delta * pct_of:.2f}%; "
+            f"before {fmt(before)}, after {fmt(after)}, delta {sign}{fmt(delta)}"
+            f"{'; new' if not before else ''})")
+    return info, diff_color(delta, lay.max_delta)

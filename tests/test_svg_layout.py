@@ -1,0 +1,160 @@
+"""Flame graph geometry (offconv.renderers.svg.layout): merging, order, pruning as
+flamegraph.pl prunes, flame charts, families for the palettes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from offconv.errors import OffconvError
+from offconv.model import Profile
+from offconv.renderers.svg.layout import layout, parse_minwidth, prune_threshold
+from offconv.renderers.svg.palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER
+
+SVG_FIXTURES = Path(__file__).parent / "fixtures" / "svg"
+
+
+def parse_folded(text: str):
+    """Folded text -> (samples, before or None). Each line splits at its LAST space:
+    ``a;b;c 12``; a differential line ``a;b;c 10 12`` gives before 10, after 12."""
+    samples, before = {}, None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        stack, _, count = line.rpartition(" ")
+        value = float(count) if "." in count else int(count)
+        head, _, first = stack.rpartition(" ")
+        if head and first.replace(".", "", 1).isdigit():
+            before = {} if before is None else before
+            key = tuple(head.split(";"))
+            before[key] = before.get(key, 0) + (float(first) if "." in first else int(first))
+        else:
+            key = tuple(stack.split(";"))
+        samples[key] = samples.get(key, 0) + value
+    return samples, before
+
+
+def folded_profile(text: str, unit: str = "samples", mode: str = "oncpu") -> Profile:
+    samples, before = parse_folded(text)
+    return Profile(unit=unit, samples=samples, mode=mode, before=before)
+
+
+def load_fixture(name: str) -> str:
+    return (SVG_FIXTURES / name).read_text(encoding="utf-8")
+
+
+def frames(lay):
+    """(depth, name, start, end) of every drawn frame, the root named ''."""
+    return sorted((b.depth, "" if b.depth == 0 else b.name, b.start, b.start + b.value)
+                  for b in lay.boxes)
+
+
+def fg_frames(name: str):
+    """The frames flamegraph.pl keeps for a fixture (see PROVENANCE.md)."""
+    rows = []
+    for line in load_fixture(name).splitlines():
+        depth, func, stime, etime = line.split("\t")
+        rows.append((int(depth), func, float(stime), float(etime)))
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("folded, minwidth, expected", [
+    ("iperf.folded", "0.1", "iperf.fg-frames.tsv"),
+    ("iperf.folded", "30", "iperf.minwidth30.fg-frames.tsv"),
+    ("victim_a_1.offcpu.folded", "0.1", "victim_a_1.offcpu.fg-frames.tsv"),
+])
+def test_draws_the_frames_flamegraph_pl_draws(folded, minwidth, expected):
+    samples, _ = parse_folded(load_fixture(folded))
+    total = sum(samples.values())
+    lay = layout(samples, min_value=prune_threshold(minwidth, 1200, total))
+    assert frames(lay) == fg_frames(expected)
+
+
+def test_pruning_drops_narrow_frames_and_their_children():
+    samples = {("a", "b", "c"): 1, ("a", "d"): 999}
+    # 1 of 1000 on 1180 px is 1.18 px: kept at minwidth 1, dropped (with c) at 2
+    names = {b.name for b in layout(samples, min_value=prune_threshold("1", 1200, 1000)).boxes}
+    assert {"b", "c"} <= names
+    names = {b.name for b in layout(samples, min_value=prune_threshold("2", 1200, 1000)).boxes}
+    assert "b" not in names and "c" not in names and "d" in names
+
+
+def test_minwidth_percent_is_of_the_total():
+    assert prune_threshold("2%", 1200, 500) == pytest.approx(10)
+    assert parse_minwidth("0.1") == (0.1, False)
+    assert parse_minwidth("5%") == (5.0, True)
+    with pytest.raises(OffconvError):
+        parse_minwidth("wide")
+
+
+def test_frames_merge_by_name_along_the_path_and_sort_by_name():
+    samples = {("t", "zeta", "x"): 1, ("t", "alpha", "x"): 2, ("t", "alpha"): 3}
+    lay = layout(samples)
+    depth2 = [(b.name, b.start, b.value) for b in lay.boxes if b.depth == 2]
+    assert depth2 == [("alpha", 0, 5), ("zeta", 5, 1)]
+    xs = sorted((b.start, b.value) for b in lay.boxes if b.name == "x")
+    assert xs == [(3, 2), (5, 1)]  # alpha's self time (3) comes first, then its child
+
+
+def test_flamechart_keeps_insertion_order_and_merges_adjacent_prefixes_only():
+    samples = {("t", "b"): 1, ("t", "a"): 2, ("t", "b", "c"): 3}
+    lay = layout(samples, flamechart=True)
+    depth2 = [(b.name, b.start, b.value) for b in lay.boxes if b.depth == 2]
+    assert depth2 == [("b", 0, 1), ("a", 1, 2), ("b", 3, 3)]
+    sorted_lay = layout(samples)
+    assert [(b.name, b.value) for b in sorted_lay.boxes if b.depth == 2] == [("a", 2), ("b", 4)]
+
+
+def test_flamechart_self_time_inside_a_run_keeps_time_order():
+    samples = {("t", "f", "g"): 1, ("t", "f"): 2, ("t", "f", "g", "h"): 3}
+    lay = layout(samples, flamechart=True)
+    g = [(b.start, b.value) for b in lay.boxes if b.name == "g"]
+    assert g == [(0, 1), (3, 3)]
+
+
+def test_reverse_merges_at_the_leaf_end():
+    samples = {("t1", "main", "leaf"): 1, ("t2", "other", "leaf"): 2}
+    lay = layout(samples, reverse=True)
+    assert [(b.name, b.value) for b in lay.boxes if b.depth == 1] == [("leaf", 3)]
+
+
+def test_total_override_widens_the_reference_only_when_larger():
+    samples = {("a",): 10}
+    assert layout(samples, total=40).timemax == 40
+    assert layout(samples, total=5).timemax == 10
+
+
+def test_nothing_to_draw_raises():
+    with pytest.raises(OffconvError, match="nothing to draw"):
+        layout({})
+    with pytest.raises(OffconvError, match="nothing to draw"):
+        layout({("a",): 0})
+
+
+def test_state_split_families_cover_the_marker_and_what_is_above_it():
+    samples = {("w", "[run queue]", "schedule"): 5, ("w", "[blocked D]", "io_schedule"): 7,
+               ("w", "[preempted]"): 1}
+    flags = {(b.depth, b.name): b.flags for b in layout(samples).boxes}
+    assert flags[(1, "w")] == 0
+    assert flags[(2, "[run queue]")] == flags[(3, "schedule")] == FAMILY_RUNQ
+    assert flags[(2, "[preempted]")] == FAMILY_RUNQ
+    assert flags[(2, "[blocked D]")] == flags[(3, "io_schedule")] == FAMILY_BLOCKED
+
+
+def test_waker_family_starts_after_the_first_separator():
+    samples = {("target", "schedule", "--", "try_to_wake_up", "waker"): 3,
+               ("target", "schedule", "--", "wake_up_q", "waker"): 1}
+    flags = {b.name: b.flags for b in layout(samples).boxes}
+    assert not flags["schedule"] & FAMILY_WAKER and not flags["--"] & FAMILY_WAKER
+    assert flags["try_to_wake_up"] & FAMILY_WAKER and flags["waker"] & FAMILY_WAKER
+
+
+def test_differential_frames_carry_before_and_after():
+    samples, before = parse_folded(load_fixture("diff.folded"))
+    lay = layout(samples, before)
+    by = {b.name: (b.before, b.value) for b in lay.boxes}
+    assert by["main"] == (21, 22)
+    assert by["execute"] == (7, 14)
+    assert by["new_func"] == (0, 3)
+    assert "gone" not in by  # nothing left after: no width, not drawn
+    assert lay.max_delta == 7
