@@ -205,3 +205,11 @@ def test_sniff():
     assert sniff(["a 1 [000] 1.0: cycles:", "\tff f (b)"]) == "yes"
     assert sniff(["a;b;c 12"]) == "no"
     assert sniff(["@[kstack]: 1"]) == "no"
+
+
+def test_dso_with_parentheses():
+    fr = parse_frame("\t           c584f [unknown] (/memfd:sealed-91173221a7ea (deleted))", False)
+    assert fr[0].name == "[memfd:sealed-91173221a7ea]"
+    assert fr[0].module == "/memfd:sealed-91173221a7ea (deleted)"
+    fr = parse_frame("\t7f01 foo(int) (bar) (/usr/lib/x.so)", False)
+    assert fr[0].name == "foo" and fr[0].module == "/usr/lib/x.so"

@@ -149,18 +149,33 @@ def frame_kind(module: str) -> str:
 
 def split_frame(text: str) -> tuple:
     """A callchain line -> (addr, symbol as printed, dso); the dso is in the line's last
-    parentheses (it may hold spaces: ``([JIT app cache])``)."""
+    parentheses (it may hold spaces and parentheses: ``([JIT app cache])``,
+    ``(/memfd:x (deleted))``)."""
     s = text.strip()
     pc, _, rest = s.partition(" ")
     module = ""
     if rest.endswith(")"):
-        if rest.startswith("("):
+        k = _open_paren(rest)
+        if k == 0:
             module, rest = rest[1:-1], ""
-        else:
-            k = rest.rfind(" (")
-            if k >= 0:
-                module, rest = rest[k + 2:-1], rest[:k]
+        elif k > 0 and rest[k - 1] in " \t":
+            module, rest = rest[k + 1:-1], rest[:k]
     return pc, rest.strip(), module
+
+
+def _open_paren(text: str) -> int:
+    """Index of the '(' that the final ')' closes: a dso may hold parentheses itself,
+    as in ``(/memfd:sealed-91 (deleted))``."""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        c = text[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
 
 
 def parse_frame(text: str, addrs: bool) -> tuple:
@@ -177,6 +192,8 @@ def parse_frame(text: str, addrs: bool) -> tuple:
         if func == "[unknown]":
             if module and module != "[unknown]":
                 base = module.rpartition("/")[2]
+                if base.endswith(" (deleted)"):
+                    base = base[:-10]
                 func = f"[{base} <{pc}>]" if addrs else f"[{base}]"
             elif addrs:
                 func = f"[unknown <{pc}>]"
