@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import tempfile
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Optional
 
 import click
@@ -20,11 +20,7 @@ from .options import (MODES, AggregateOptions, FlameOptions, Options, ParseOptio
 
 _A = AggregateOptions()
 _F = FlameOptions()
-
-# offcputime's --state bitmask (include/linux/sched.h) -> the letters perf prints
-STATE_BITS = {1: "S", 2: "D", 4: "T", 8: "t", 16: "X", 32: "Z", 64: "P", 128: "I",
-              256: "K", 512: "W"}
-
+_R = ReportOptions()
 
 class DefaultGroup(click.Group):
     """A group whose unknown first argument means the default command, ``convert``."""
@@ -71,21 +67,11 @@ def _states(ctx, param, value) -> Optional[frozenset]:
     """offcputime's bitmask (0 = preempted/R, 2 = D, ...) or letters ('D', 'SD', 'S,D')."""
     if value is None:
         return None
-    v = value.strip()
-    if v.isdigit():
-        mask = int(v)
-        if mask == 0:
-            return frozenset({"R"})
-        letters = {ch for bit, ch in STATE_BITS.items() if mask & bit}
-        if not letters:
-            raise click.BadParameter(f"no known state bit in mask {mask}")
-        return frozenset(letters)
-    letters = {c for c in v.replace(",", "").replace("|", "") if not c.isspace()}
-    bad = letters - set("RSDTtXZPIKWN+")
-    if bad:
-        raise click.BadParameter(f"unknown state letter(s) {''.join(sorted(bad))} "
-                                 "(expected a bitmask or letters like D, S, R)")
-    return frozenset(letters)
+    from .offcpu import parse_state
+    try:
+        return parse_state(value)
+    except OffconvError as e:
+        raise click.BadParameter(e.message.removeprefix("--state: ")) from None
 
 
 def input_options(f):
@@ -278,17 +264,36 @@ def convert(inputs, out, to, **kw):
 @input_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (keys in DESIGN.md).")
 @click.option("-o", "--output", "out", metavar="OUT", help="Write to OUT instead of stdout.")
-def report(inputs, as_json, out, **kw):
+@click.option("--runq-p99", "runq_p99_long_us", type=click.IntRange(min=0), metavar="US",
+              default=_R.runq_p99_long_us, show_default=True,
+              help="A run-queue p99 at or above this is a long tail.")
+@click.option("--runq-share", "runq_share_long", type=click.FloatRange(0, 1), metavar="FRACTION",
+              default=_R.runq_share_long, show_default=True,
+              help="Run-queue time at or above this share of a thread's wall time is long.")
+@click.option("--blocked-p99", "blocked_p99_long_us", type=click.IntRange(min=0), metavar="US",
+              default=_R.blocked_p99_long_us, show_default=True,
+              help="A blocked p99 at or above this is a long tail.")
+@click.option("--blocked-share", "blocked_share_long", type=click.FloatRange(0, 1), metavar="FRACTION",
+              default=_R.blocked_share_long, show_default=True,
+              help="Blocked time at or above this share of a thread's wall time is long.")
+@click.option("--top", type=click.IntRange(min=1), default=_R.top, show_default=True,
+              help="Stacks listed per kind.")
+def report(inputs, as_json, out, runq_p99_long_us, runq_share_long, blocked_p99_long_us,
+           blocked_share_long, top, **kw):
     """Blocked time vs run-queue latency per thread, causes, percentiles, top stacks, and
-    the verdict: capacity, waiting, both or on-cpu."""
+    the verdict: capacity (add cores), waiting (fix the I/O, lock or dependency), both, or
+    on-cpu (go back to the CPU profiler). The thresholds that define a long tail are options."""
     from . import pipeline
-    opts = build_options(kw)
+    opts = replace(build_options(kw), report=ReportOptions(
+        runq_p99_long_us=runq_p99_long_us, runq_share_long=runq_share_long,
+        blocked_p99_long_us=blocked_p99_long_us, blocked_share_long=blocked_share_long, top=top))
     try:
         fmt = formats.output_format("json" if as_json else "report")
     except KeyError:
         raise OffconvError("report is not available in this build") from None
     profile = pipeline.load(inputs, opts, kw["from_format"])
-    _warn(profile)
+    if as_json or out not in (None, "-"):  # the text report on stdout shows them itself
+        _warn(profile)
     write_output(fmt, profile, opts, out)
 
 

@@ -149,3 +149,16 @@ def test_closed_pipe_ends_quietly():
     p = subprocess.run(f"{sys.executable} -m offconv {src} | head -1", shell=True,
                        capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr == "" and p.stdout.count("\n") == 1
+
+
+def test_report_thresholds_change_the_verdict():
+    """The verdict's thresholds are options: raising the run-queue ones turns a capacity
+    verdict into on-cpu on the contention recording."""
+    import json
+    src = FIX / "recorded" / "contention_a_1" / "contention_a_1.perf-script.txt.gz"
+    default = json.loads(run("report", src, "--json").stdout)
+    assert default["verdict"]["answer"] == "capacity"
+    raised = json.loads(run("report", src, "--json", "--runq-share", "0.99",
+                            "--runq-p99", "10000000").stdout)
+    assert raised["verdict"]["answer"] == "on-cpu"
+    assert run("report", src, "--runq-share", "2").exit_code == 2
