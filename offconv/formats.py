@@ -15,8 +15,9 @@ MAYBE = "maybe"
 class InputFormat:
     name: str                      # --from name
     sniff: Callable                # sniff(head_lines: list[str]) -> YES | NO | MAYBE
-    parse: Callable                # parse(lines, path, opts) -> Iterator[record]
+    parse: Callable                # parse(lines, path, opts, stats) -> Iterator[record]
     description: str = ""
+    parse_blocks: Optional[Callable] = None  # the same from Source.blocks(), when faster
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ def open_input(path: str, from_format: str = "auto"):
 
 
 def _records(src: Source, fmt, opts: Options, stats: dict) -> Iterator:
+    if fmt.parse_blocks is not None:
+        return fmt.parse_blocks(src.blocks(), src.path, opts.parse, stats)
     return fmt.parse(src.lines(), src.path, opts.parse, stats)
 
 

@@ -33,6 +33,9 @@ from ..options import ParseOptions
 
 HEADER_HELP = "an event header 'comm [pid/]tid [cpu] secs.frac: [period] event:'"
 
+# comm [pid/]tid [cpu] secs.frac: [period] event: payload -- the usual header, in one go
+_FAST = re.compile(r"^(\S.*?)\s+(?:(-?\d+)/)?(-?\d+)\s+(?:\[(\d+)\]\s+)?(\d+)\.(\d+):\s+"
+                   r"(?:(\d+)\s+)?(\S+?):(?=\s|$)\s*(.*)$")
 # " 655.044405: " -- the timestamp splits the header into who/where and what.
 _TIME = re.compile(r"\s(\d+)\.(\d+):(?=\s|$)")
 # header without a timestamp (perf script -F without time): "java 19983 cycles:"
@@ -67,6 +70,13 @@ SCHED_EVENTS = SWITCH_EVENTS | WAKEUP_EVENTS | EXIT_EVENTS
 def parse_header(line: str) -> Optional[tuple]:
     """Split an event header into the tuple (comm, pid, tid, cpu, time_ns, period, event,
     payload) -- a plain tuple for speed; None when the line is not a header."""
+    m = _FAST.match(line)
+    if m is not None:  # the common shape, in one regex
+        comm, pid, tid, cpu, sec, frac, period, event, payload = m.groups()
+        return (comm, int(pid) if pid is not None else None, int(tid),
+                int(cpu) if cpu is not None else None,
+                int(sec) * 1_000_000_000 + int((frac + "000000000")[:9]),
+                int(period) if period else 1, event, payload)
     m = _TIME.search(line)
     if m is not None:
         who = line[:m.start()].rstrip()
@@ -305,6 +315,66 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         yield finish()
 
 
+def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
+                 stats: Optional[dict] = None) -> Iterator:
+    """The same records as ``parse``, from event blocks (Source.blocks(): the lines between
+    blank lines, with the number of the first). The hot path: identical callchains repeat
+    thousands of times, so a whole callchain's text is looked up once instead of line by
+    line. Anything unusual in a block (comments, an unindented line, a header with its
+    first frame, a malformed line) sends that block through ``parse`` unchanged."""
+    addrs = opts.addrs
+    frames: dict = {}
+    stacks: dict = {}
+    stacks_get = stacks.get
+    budget = 256 << 20  # characters of callchain text kept as cache keys
+    for lineno, block in blocks:
+        header, _, body = block.partition("\n")
+        h = None if header[0] in " \t#" else parse_header(header)
+        if h is None or (h[7] and h[6] not in SCHED_EVENTS and _FRAME_LIKE.match(h[7])):
+            yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
+            continue
+        stack = ()
+        if body:
+            # the leaf line (the sampled ip) varies from sample to sample; its callers'
+            # return addresses repeat: cache the callers' part as a whole
+            leaf, _, callers = body.partition("\n")
+            stack = stacks_get(callers)
+            if stack is None:
+                stack = _body_stack(callers, addrs, frames) if callers else ()
+                if stack is None:
+                    yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
+                    continue
+                if budget > 0:
+                    stacks[callers] = stack
+                    budget -= len(callers)
+            g = frames.get(leaf)
+            if g is None:
+                if not leaf or leaf[0] not in " \t" or not leaf.strip():
+                    yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
+                    continue
+                g = frames[leaf] = parse_frame(leaf, addrs)
+            stack = stack + g if stack else g
+        if h[6] in SCHED_EVENTS:
+            yield _sched_event(h, stack, lineno, path, header)
+        else:
+            yield Sample(Task(h[0], h[1], h[2]), h[4] or 0, h[3], h[6], h[5], stack, lineno)
+
+
+def _body_stack(body: str, addrs: bool, frames: dict) -> Optional[tuple]:
+    """A callchain (indented frame lines, leaf first) -> root-first frames; None if a line
+    is not an indented frame."""
+    groups = []
+    for line in body.split("\n"):
+        if not line or line[0] not in " \t" or not line.strip():
+            return None
+        g = frames.get(line)
+        if g is None:
+            g = frames[line] = parse_frame(line, addrs)
+        groups.append(g)
+    groups.reverse()
+    return tuple(chain.from_iterable(groups))
+
+
 def _skip(stats, path, lineno, line, opts, expected, got):
     if not opts.lenient:
         raise ParseError(path, lineno, expected, got=got, line=line)
@@ -338,5 +408,5 @@ def sniff(head: list[str]) -> str:
     return MAYBE if prev_header is not None else NO
 
 
-FORMAT = InputFormat(name="perf-script", sniff=sniff, parse=parse,
+FORMAT = InputFormat(name="perf-script", sniff=sniff, parse=parse, parse_blocks=parse_blocks,
                    description="perf script text (default fields and -F variants)")
