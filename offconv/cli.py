@@ -241,9 +241,9 @@ def app():
 @app.command("convert", context_settings={"help_option_names": ["-h", "--help"]})
 @input_options
 @click.option("-o", "--output", "out", metavar="OUT",
-              help="Output file; the suffix picks the format (.svg .json .speedscope.json "
-                   ".folded .collapsed .txt .hist). Default: folded text on stdout.")
-@click.option("--to", "to", type=click.Choice(["folded", "svg", "speedscope", "hist", "report", "json"]),
+              help="Output file; the suffix picks the format (.svg .folded .collapsed .txt "
+                   ".hist). Default: folded text on stdout.")
+@click.option("--to", "to", type=click.Choice(["folded", "svg", "hist", "report", "json"]),
               help="Output format (wins over the suffix).")
 @flame_options
 def convert(inputs, out, to, **kw):
@@ -287,10 +287,7 @@ def report(inputs, as_json, out, runq_p99_long_us, runq_share_long, blocked_p99_
     opts = replace(build_options(kw), report=ReportOptions(
         runq_p99_long_us=runq_p99_long_us, runq_share_long=runq_share_long,
         blocked_p99_long_us=blocked_p99_long_us, blocked_share_long=blocked_share_long, top=top))
-    try:
-        fmt = formats.output_format("json" if as_json else "report")
-    except KeyError:
-        raise OffconvError("report is not available in this build") from None
+    fmt = formats.output_format("json" if as_json else "report")
     profile = pipeline.load(inputs, opts, kw["from_format"])
     if as_json or out not in (None, "-"):  # the text report on stdout shows them itself
         _warn(profile)

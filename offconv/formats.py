@@ -36,18 +36,12 @@ def input_formats() -> list:
 
 
 def output_formats() -> list:
-    import importlib
-    out = []
-    for mod in ("folded", "svg", "speedscope", "hist", "report", "json_report"):
-        try:
-            m = importlib.import_module(f".renderers.{mod}", __package__)
-        except ModuleNotFoundError as e:  # a renderer still being built
-            if e.name and e.name.startswith(f"{__package__}.renderers"):
-                continue
-            raise
-        if hasattr(m, "FORMAT"):  # (a renderer mid-construction has none yet)
-            out.append(m.FORMAT)
-    return out
+    from .renderers import folded, hist, json_report, report, svg
+    return [folded.FORMAT, svg.FORMAT, hist.FORMAT, report.FORMAT, json_report.FORMAT]
+
+
+# outputs of DESIGN.md that a later release adds: a clear message instead of a guess
+PLANNED_OUTPUTS = {"speedscope": (".speedscope.json", ".json")}
 
 
 def input_format(name: str) -> InputFormat:
@@ -58,16 +52,24 @@ def input_format(name: str) -> InputFormat:
 
 
 def output_format(name: str) -> OutputFormat:
+    from .errors import OffconvError
     for f in output_formats():
         if f.name == name:
             return f
-    raise KeyError(name)
+    if name in PLANNED_OUTPUTS:
+        raise OffconvError(f"output format '{name}' is not available yet")
+    raise OffconvError(f"unknown output format '{name}'")
 
 
 def output_for_path(path: str) -> Optional[OutputFormat]:
     """The output format a file name selects by its suffix (longest suffix wins, so
     ``.speedscope.json`` beats ``.json``)."""
     low = path.lower()
+    for name, suffixes in PLANNED_OUTPUTS.items():
+        if low.endswith(suffixes):
+            from .errors import OffconvError
+            raise OffconvError(f"{path}: {name} output is not available yet "
+                               "(use .svg, .folded, .hist, or --to report/json)")
     best, best_len = None, 0
     for f in output_formats():
         for suf in f.suffixes:

@@ -19,21 +19,19 @@ OFFCPU_MODES = ("offcpu", "blocked", "runq", "wakeup")
 
 
 def open_input(path: str, from_format: str = "auto"):
-    """(Source, InputFormat) for one input; perf.data is recognised by its magic."""
+    """(Source, InputFormat) for one input; perf.data is recognised by its magic and read
+    through ``perf script``, whose text is then detected like any other."""
     src = Source(path)
+    if from_format == "perf-data" and src.kind != "perf-data":
+        raise OffconvError(f"{path}: expected perf.data (magic PERFILE2), got another file")
     if from_format in ("auto", "perf-data"):
-        if from_format == "perf-data" and src.kind != "perf-data":
-            raise OffconvError(f"{path}: expected perf.data (magic PERFILE2), got another file")
-        fmt = formats.detect(path, src.head) if src.kind != "perf-data" or src.head else \
-            formats.input_format("perf-script")
         if src.kind == "perf-data" and not src.head:
             raise OffconvError(f"{path}: perf script printed no events")
-    else:
-        try:
-            fmt = formats.input_format(from_format)
-        except KeyError:
-            raise OffconvError(f"unknown input format '{from_format}'") from None
-    return src, fmt
+        return src, formats.detect(path, src.head)
+    try:
+        return src, formats.input_format(from_format)
+    except KeyError:
+        raise OffconvError(f"unknown input format '{from_format}'") from None
 
 
 def _records(src: Source, fmt, opts: Options, stats: dict) -> Iterator:
