@@ -161,7 +161,8 @@ def build_options(kw: dict) -> Options:
         min_block_us=kw["min_block_us"], max_block_us=kw["max_block_us"], states=kw["states"],
         user_stacks_only=kw["user_stacks_only"], kernel_stacks_only=kw["kernel_stacks_only"],
         delimited=kw["delimited"], include_idle=kw["include_idle"],
-        include_open=kw["include_open"], state_split=kw["state_split"])
+        include_open=kw["include_open"], state_split=kw["state_split"],
+        timeline=bool(kw.get("flamechart")))
     if agg.user_stacks_only and agg.kernel_stacks_only:
         raise click.UsageError("-U/--user-stacks-only and -K/--kernel-stacks-only exclude each other")
     if agg.comm is not None:

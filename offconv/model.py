@@ -151,6 +151,9 @@ class Profile:
     # Set by the off-CPU path (offconv.offcpu / offconv.analysis): per-kind latency
     # distributions, causes, top stacks, verdict inputs. Read by report/json/hist.
     analysis: Optional[object] = None
+    # Interval data in time order, for flame charts: [(stack, weight)], adjacent equal
+    # stacks merged (set by the off-CPU path when AggregateOptions.timeline is on).
+    sequence: Optional[list] = None
     # Messages for the user (printed on stderr by the CLI, one per line).
     warnings: list = field(default_factory=list)
 

@@ -79,6 +79,8 @@ class _Builder:
         self.frames_cache: dict = {}
         self.pending: Optional[Interval] = None
         self.pid_from_tid = False
+        self.timeline: Optional[list] = [] if opts.timeline else None
+        self._start = 0
         self.analysis = Analysis(threads_filtered=bool(
             opts.filter_pids or opts.filter_tids or opts.comm or opts.states))
 
@@ -128,6 +130,8 @@ class _Builder:
 
     def _add(self, key: tuple, ns: int) -> None:
         self.ns[key] = self.ns.get(key, 0) + ns
+        if self.timeline is not None:
+            self.timeline.append((self._start, key, ns))
 
     # -- the interval stream --------------------------------------------------------
     def feed(self, iv: Interval) -> None:
@@ -165,6 +169,7 @@ class _Builder:
         first = b or r
         if not state_matches(first.state, self.opts.states):
             return
+        self._start = first.start_ns
         total = (b.duration_ns if b else 0) + (r.duration_ns if r else 0)
         thread = self.labeler.thread(first.task)
         frames = self.frames(first.stack)
@@ -178,6 +183,7 @@ class _Builder:
             if self.split:
                 for iv in (b, r):
                     if iv is not None:
+                        self._start = iv.start_ns
                         self._add((thread, marker(iv)) + frames, iv.duration_ns)
             else:
                 self._add((thread,) + frames, total)
@@ -216,6 +222,8 @@ class _Builder:
             Histogram("runq_us", (), "us", log2_buckets(an.durations("runq"))),
         ]
         prof.warnings = self.warnings()
+        if self.timeline is not None:
+            prof.sequence = time_order(self.timeline)
         return prof
 
     def warnings(self) -> list:
@@ -246,6 +254,23 @@ class _Builder:
             if d.get(reason):
                 out.append(f"{d[reason]} {text}")
         return out
+
+
+def time_order(timeline: list) -> list:
+    """(start_ns, stack, ns) in emission order -> [(stack, µs)] by start time, adjacent
+    equal stacks merged before rounding; zero-µs entries dropped."""
+    out: list = []
+    last, acc = None, 0
+    for _, key, ns in sorted(timeline, key=lambda t: (t[0], t[1])):
+        if key == last:
+            acc += ns
+            continue
+        if last is not None and ns_to_us(acc):
+            out.append((last, ns_to_us(acc)))
+        last, acc = key, ns
+    if last is not None and ns_to_us(acc):
+        out.append((last, ns_to_us(acc)))
+    return out
 
 
 def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions,

@@ -38,6 +38,7 @@ class AggregateOptions:
     include_idle: bool = False     # --include-idle: keep pid 0
     include_open: bool = False     # --include-open: clip open intervals at the end
     state_split: Optional[bool] = None  # None: per-output default (svg/speedscope on, folded off)
+    timeline: bool = False         # also keep Profile.sequence: stacks in time order (--flamechart)
 
 
 @dataclass(frozen=True)

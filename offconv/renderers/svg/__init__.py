@@ -75,7 +75,10 @@ def render(profile: Profile, out: TextIO, opts: Options) -> None:
         raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
     timemax = max(total, flame.total or 0)
     min_value = prune_threshold(flame.minwidth, style.width, timemax)
-    lay = layout(profile.samples, profile.before, reverse=flame.reverse,
+    rows = profile.samples
+    if flame.flamechart and profile.sequence is not None and profile.before is None:
+        rows = profile.sequence  # interval data in time order
+    lay = layout(rows, profile.before, reverse=flame.reverse,
                  flamechart=flame.flamechart, min_value=min_value, total=flame.total)
     write_svg(out, lay, style, differential=profile.before is not None)
 

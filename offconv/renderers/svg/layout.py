@@ -85,7 +85,8 @@ def _marker_family(name: str) -> int:
 def _rows(samples: dict, before: Optional[dict], reverse: bool, flamechart: bool):
     """(stacks, weights, before weights or None) in drawing order."""
     if before is None:
-        items = [(s, w) for s, w in samples.items() if s and w > 0]
+        pairs_in = samples.items() if isinstance(samples, dict) else samples
+        items = [(s, w) for s, w in pairs_in if s and w > 0]
         pairs = None
     else:
         keys = list(samples) + [k for k in before if k not in samples]
@@ -103,10 +104,12 @@ def _rows(samples: dict, before: Optional[dict], reverse: bool, flamechart: bool
     return stacks, weights, befores
 
 
-def layout(samples: dict, before: Optional[dict] = None, *, reverse: bool = False,
+def layout(samples, before: Optional[dict] = None, *, reverse: bool = False,
            flamechart: bool = False, min_value: float = 0.0,
            total: Optional[float] = None) -> Layout:
     """Merge the stacks into frames and prune those narrower than ``min_value``.
+    ``samples`` is a dict stack -> weight, or (flame charts of interval data) a list of
+    (stack, weight) in time order, where a stack may come back.
     ``total`` (flamegraph.pl's --total) widens the 100% reference when larger than the
     sum of the weights. Raises OffconvError when nothing is left to draw."""
     stacks, weights, befores = _rows(samples, before, reverse, flamechart)
