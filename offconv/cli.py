@@ -128,7 +128,7 @@ def flame_options(f):
         click.option("--height", default=_F.height, show_default=True, type=click.IntRange(min=1),
                      help="Frame height (px)."),
         click.option("--minwidth", default=_F.minwidth, show_default=True,
-                     help="Omit frames narrower than this many pixels, or N%% of the total."),
+                     help="Omit frames narrower than this many pixels, or N% of the total."),
         click.option("--fonttype", default=_F.fonttype, show_default=True),
         click.option("--fontsize", default=_F.fontsize, show_default=True, type=float),
         click.option("--fontwidth", default=_F.fontwidth, show_default=True, type=float),
@@ -141,7 +141,8 @@ def flame_options(f):
         click.option("--hash", "hash_", is_flag=True, help="Colour by name hash (stable)."),
         click.option("--reverse", is_flag=True, help="Reverse stacks (merge at the leaf end)."),
         click.option("--inverted", is_flag=True, help="Icicle graph."),
-        click.option("--flamechart", is_flag=True, help="Keep time order (do not sort)."),
+        click.option("--flamechart", is_flag=True,
+                     help="Keep time order (do not sort); off-CPU periods by start time."),
         click.option("--negate", is_flag=True, help="Swap red/blue in differentials."),
         click.option("--notes", default=_F.notes, help="Notes embedded in the SVG."),
         click.option("--factor", default=_F.factor, type=float, help="Scale displayed counts."),
@@ -249,7 +250,7 @@ def app():
 @flame_options
 def convert(inputs, out, to, **kw):
     """Convert INPUT... (perf script text, perf.data, folded) into folded stacks, an SVG
-    flame graph, speedscope JSON, histograms or a report. Several inputs are merged."""
+    flame graph, histograms or a report. Several inputs are merged."""
     from . import pipeline
     opts = build_options(kw)
     fmt = choose_output(out, to)
