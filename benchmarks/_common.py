@@ -37,8 +37,10 @@ def input_file(base: str, size: str | None = None, shift_pids: bool = False) -> 
 
 def timed(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int]:
     """(wall seconds, peak RSS in KiB) of one run of cmd; fails loudly on a non-zero exit."""
+    # the checkout's offconv, whether or not it is installed
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, env=env)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     err = p.stderr.read().decode(errors="replace")
