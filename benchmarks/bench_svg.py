@@ -31,6 +31,9 @@ from offconv.model import Profile  # noqa: E402
 from offconv.options import Options  # noqa: E402
 from offconv.renderers.svg import render  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import input_file  # noqa: E402
+
 FLAMEGRAPH_PL_S = 3.5   # shared/bench/README.md, 68k unique stacks
 TARGET_S = FLAMEGRAPH_PL_S / 2
 
@@ -39,11 +42,7 @@ def real_input(work: Path) -> Path:
     folded = work / "cpu-x5-tid.folded"
     if folded.exists():
         return folded
-    text = work / "cpu.txt"
-    if not text.exists():
-        with open(text, "wb") as out:
-            subprocess.run(["xz", "-dc", str(SHARED / "bench" / "inputs" / "cpu.txt.xz")],
-                           stdout=out, check=True)
+    text = input_file("cpu")  # shared/bench/inputs/cpu.txt.xz, unpacked once (_common)
     big = work / "cpu-x5.txt"
     subprocess.run([sys.executable, str(SHARED / "bench" / "replicate_perf_script.py"),
                     str(text), "--copies", "5", "--shift-pids", "-o", str(big)], check=True)

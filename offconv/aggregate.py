@@ -28,7 +28,7 @@ def frame_label(frame, opts: AggregateOptions, java: bool = False) -> str:
     if java and name.startswith("L") and "/" in name:
         name = name[1:]
     kind = frame.kind
-    if kind is INLINE or kind == INLINE:
+    if kind == INLINE:
         return name + "_[i]"
     if kind == KERNEL and opts.kernel:
         return name + "_[k]"

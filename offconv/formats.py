@@ -45,10 +45,11 @@ PLANNED_OUTPUTS = {"speedscope": (".speedscope.json", ".json")}
 
 
 def input_format(name: str) -> InputFormat:
+    from .errors import OffconvError
     for f in input_formats():
         if f.name == name:
             return f
-    raise KeyError(name)
+    raise OffconvError(f"unknown input format '{name}'")
 
 
 def output_format(name: str) -> OutputFormat:

@@ -28,10 +28,7 @@ def open_input(path: str, from_format: str = "auto"):
         if src.kind == "perf-data" and not src.head:
             raise OffconvError(f"{path}: perf script printed no events")
         return src, formats.detect(path, src.head)
-    try:
-        return src, formats.input_format(from_format)
-    except KeyError:
-        raise OffconvError(f"unknown input format '{from_format}'") from None
+    return src, formats.input_format(from_format)
 
 
 def _records(src: Source, fmt, opts: Options, stats: dict) -> Iterator:
