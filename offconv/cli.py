@@ -15,8 +15,9 @@ import click
 
 from . import formats
 from .errors import OffconvError
-from .options import (MODES, AggregateOptions, FlameOptions, Options, ParseOptions,
-                      ReportOptions)
+from .options import (MODES, AggregateOptions, FlameOptions, NamingOptions, Options,
+                      ParseOptions, ReportOptions)
+from .renderers.svg.palette import BGCOLORS, PALETTES
 
 _A = AggregateOptions()
 _F = FlameOptions()
@@ -79,7 +80,7 @@ def input_options(f):
     opts = [
         click.argument("inputs", nargs=-1, required=True, metavar="INPUT..."),
         click.option("--from", "from_format", default="auto", show_default=True,
-                     type=click.Choice(["auto", "perf-script", "perf-data", "folded"]),
+                     type=click.Choice(["auto"] + formats.input_names()),
                      help="Input format (default: detected from the content)."),
         click.option("--mode", default=_A.mode, show_default=True, type=click.Choice(MODES),
                      help="offcpu = blocked + run-queue (bcc offcputime); blocked; runq; "
@@ -135,9 +136,8 @@ def flame_options(f):
         click.option("--countname", help="Unit label (default: us off-CPU, samples on-CPU)."),
         click.option("--nametype", default=_F.nametype, show_default=True),
         click.option("--colors", "--color", "colors",
-                     help="Palette: hot mem io wakeup chain java js perl red green blue aqua "
-                          "yellow purple orange python rust (default: io off-CPU, hot on-CPU)."),
-        click.option("--bgcolors", help="Background: yellow blue green grey or #rrggbb."),
+                     help=f"Palette: {' '.join(PALETTES)} (default: io off-CPU, hot on-CPU)."),
+        click.option("--bgcolors", help=f"Background: {' '.join(BGCOLORS)} or #rrggbb."),
         click.option("--hash", "hash_", is_flag=True, help="Colour by name hash (stable)."),
         click.option("--reverse", is_flag=True, help="Reverse stacks (merge at the leaf end)."),
         click.option("--inverted", is_flag=True, help="Icicle graph."),
@@ -155,10 +155,10 @@ def flame_options(f):
 
 def build_options(kw: dict) -> Options:
     parse = ParseOptions(addrs=kw["addrs"], event_filter=kw["event_filter"], lenient=kw["lenient"])
+    naming = NamingOptions(pid=kw["name_pid"], tid=kw["name_tid"],
+                           kernel=kw["kernel"] or kw["all_"], jit=kw["jit"] or kw["all_"])
     agg = AggregateOptions(
-        mode=kw["mode"], pid=kw["name_pid"], tid=kw["name_tid"],
-        kernel=kw["kernel"] or kw["all_"], jit=kw["jit"] or kw["all_"],
-        filter_pids=kw["filter_pids"], filter_tids=kw["filter_tids"], comm=kw["comm"],
+        mode=kw["mode"], filter_pids=kw["filter_pids"], filter_tids=kw["filter_tids"], comm=kw["comm"],
         min_block_us=kw["min_block_us"], max_block_us=kw["max_block_us"], states=kw["states"],
         user_stacks_only=kw["user_stacks_only"], kernel_stacks_only=kw["kernel_stacks_only"],
         delimited=kw["delimited"], include_idle=kw["include_idle"],
@@ -174,7 +174,7 @@ def build_options(kw: dict) -> Options:
             raise click.BadParameter(f"not a regular expression: {e}", param_hint="--comm")
     flame = FlameOptions(**{f.name: kw[_FLAME_KW.get(f.name, f.name)] for f in fields(FlameOptions)
                             if _FLAME_KW.get(f.name, f.name) in kw})
-    return Options(parse=parse, aggregate=agg, flame=flame, report=ReportOptions())
+    return Options(parse=parse, naming=naming, aggregate=agg, flame=flame, report=ReportOptions())
 
 
 _FLAME_KW = {"hash": "hash_"}
@@ -192,20 +192,26 @@ def choose_output(out: Optional[str], to: Optional[str]):
     return fmt
 
 
+def _open_mode(fmt) -> dict:
+    return {"mode": "wb"} if fmt.binary else {"mode": "w", "encoding": "utf-8", "newline": "\n"}
+
+
 def write_output(fmt, profile, opts: Options, out: Optional[str]) -> None:
-    """Render to stdout, or to a temp file beside OUT that replaces OUT only when complete."""
+    """Render to stdout, or to a temp file beside OUT that replaces OUT only when complete.
+    Binary formats (``OutputFormat.binary``) get a binary stream."""
     if out in (None, "-"):
-        fmt.render(profile, sys.stdout, opts)
-        sys.stdout.flush()
+        stream = sys.stdout.buffer if fmt.binary else sys.stdout
+        fmt.render(profile, stream, opts)
+        stream.flush()
         return
     if os.path.exists(out) and not os.path.isfile(out):  # /dev/null, a FIFO: no rename
-        with open(out, "w", encoding="utf-8", newline="\n") as f:
+        with open(out, **_open_mode(fmt)) as f:
             fmt.render(profile, f, opts)
         return
     directory = os.path.dirname(os.path.abspath(out))
     fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        with os.fdopen(fd, **_open_mode(fmt)) as f:
             fmt.render(profile, f, opts)
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
@@ -243,9 +249,9 @@ def app():
 @app.command("convert", context_settings={"help_option_names": ["-h", "--help"]})
 @input_options
 @click.option("-o", "--output", "out", metavar="OUT",
-              help="Output file; the suffix picks the format (.svg .folded .collapsed .txt "
-                   ".hist). Default: folded text on stdout.")
-@click.option("--to", "to", type=click.Choice(["folded", "svg", "hist", "report", "json"]),
+              help=f"Output file; the suffix picks the format ({formats.suffix_help()}). "
+                   "Default: folded text on stdout.")
+@click.option("--to", "to", type=click.Choice(formats.output_names()),
               help="Output format (wins over the suffix).")
 @flame_options
 def convert(inputs, out, to, **kw):
@@ -254,8 +260,7 @@ def convert(inputs, out, to, **kw):
     from . import pipeline
     opts = build_options(kw)
     fmt = choose_output(out, to)
-    split_default = fmt.name in ("svg", "speedscope")
-    profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=split_default)
+    profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
     _warn(profile)
     if not profile.samples and fmt.name == "folded":
         click.echo(f"offconv: warning: {', '.join(inputs)}: no events to fold", err=True)

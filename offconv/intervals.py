@@ -1,4 +1,4 @@
-"""SchedEvent stream -> Interval stream (blocked, run-queue, on-CPU), streaming.
+"""SchedEvent stream -> Period (off-CPU: blocked + run-queue) and OnCpu records, streaming.
 
 The rules are DESIGN.md "Interval semantics"; they reproduce ``perf sched timehist``
 (perf 6.1) on the recordings in ``shared/corpus/recorded``:
@@ -7,25 +7,24 @@ The rules are DESIGN.md "Interval semantics"; they reproduce ``perf sched timehi
   sleeping state, letter kept) or *run-queue* wait (``R``/``R+``: preempted).
   ``X``/``Z`` (or a ``sched_process_exit`` seen before) end the thread.
 - first ``sched_waking``/``sched_wakeup``/``sched_wakeup_new`` of a blocked T: the
-  blocked interval ends, run-queue wait starts (state ``W``); the waker is the header
-  task. ``sched_wakeup_new`` of a thread never seen starts its run-queue wait.
+  blocked part ends, the run-queue wait starts; the waker is the header task.
+  ``sched_wakeup_new`` of a thread never seen starts its run-queue wait (state "").
 - switch-in of T (``next``): the run-queue interval ends (a blocked T with no wakeup
   seen is blocked until here: ``no_wakeup``); T is on-CPU.
 - T switched out while still off-CPU: its switch-in was not recorded; the previous
   ``sched_switch`` on that CPU is taken as the switch-in (``inferred_switch_in``),
   as timehist does (clamped so that intervals never run backwards).
 
-An off-CPU period is emitted when it ends, as its blocked interval immediately
-followed by its run-queue interval (same task, ``runq.start_ns == blocked.end_ns``),
-so consumers can regroup the switch-out -> switch-in span. Intervals still open at
-the end are counted in ``stats["open"]`` (``include_open`` clips them at the last
-timestamp instead). pid 0 (one idle task per CPU) is tracked per CPU and left to
+An off-CPU period is emitted when it ends, as one ``Period`` (switch-out, wakeup,
+switch-in). Periods still open at the end are counted in ``stats["open"]`` (a woken
+one is emitted with ``end_ns`` None: its blocked part is known); ``include_open``
+clips them at the last timestamp instead. pid 0 (one idle task per CPU) is tracked per CPU and left to
 the consumer to filter.
 
 A ``perf record -p PID`` recording holds only events whose current task is in the
 process: switch-outs but no switch-ins from outside, no idle task. It is detected on
 a bounded prefix (switches into idle, never an event of the idle task); then only
-blocked intervals ended by a wakeup from inside the process are produced and
+blocked parts ended by a wakeup from inside the process are produced (``end_ns`` None) and
 ``stats["per_process"]`` is set.
 
 Memory is per live thread and per CPU, plus that bounded detection prefix.
@@ -36,7 +35,7 @@ from itertools import chain, islice
 from typing import Iterable, Iterator, Optional
 
 from .errors import ParseError
-from .model import BLOCKED, ONCPU, RUNQ, SWITCH, WAKEUP, EXIT, Interval, SchedEvent, Task
+from .model import EXIT, SWITCH, WAKE, OnCpu, Period, SchedEvent, Task, ThreadCounts
 
 ON, BLK, RQ = 0, 1, 2
 DEAD_STATES = frozenset("XZ")
@@ -45,10 +44,12 @@ PROBE_IDLE_SWITCHES = 20   # switches into idle without any idle event: a -p rec
 
 
 class _Thread:
-    """One live thread. ``held`` is the finished blocked interval of the current
-    off-CPU period (emitted together with its run-queue interval at switch-in)."""
+    """One live thread: ``phase`` ON / BLK (asleep) / RQ (runnable); ``start`` is the
+    switch-out (or, for a new thread, its first wakeup); a woken thread keeps ``wake``,
+    ``waker`` and ``waker_stack`` until its switch-in ends the period."""
 
-    __slots__ = ("phase", "start", "state", "stack", "task", "held", "dead")
+    __slots__ = ("phase", "start", "state", "stack", "task", "wake", "waker", "waker_stack",
+                 "dead")
 
     def __init__(self, phase: int, start: int, state: str = "", stack: tuple = (),
                  task: Optional[Task] = None):
@@ -57,8 +58,17 @@ class _Thread:
         self.state = state
         self.stack = stack
         self.task = task
-        self.held: Optional[Interval] = None
+        self.wake: Optional[int] = None
+        self.waker: Optional[Task] = None
+        self.waker_stack: tuple = ()
         self.dead = False
+
+    def period(self, end: Optional[int], inferred: bool = False, idle: bool = False) -> Period:
+        wake = self.wake
+        if wake is not None and end is not None and end < wake:
+            wake = None  # an inferred switch-in before the wakeup: all of it was blocked
+        return Period(self.task, self.state, self.start, wake, end, self.stack, self.waker,
+                      self.waker_stack, inferred, idle)
 
 
 def is_preempted(state: str) -> bool:
@@ -88,12 +98,13 @@ def _count(stats: dict, name: str, n: int = 1) -> None:
     stats[name] = stats.get(name, 0) + n
 
 
-def _thread_count(stats: dict, tid: int, index: int) -> None:
-    """stats["threads"][tid] = [switch-outs, inferred switch-ins, no-wakeup switch-ins]."""
+def _thread_counts(stats: dict, tid: int) -> ThreadCounts:
+    """stats["threads"][tid]: that thread's switch-outs, inferred switch-ins and
+    switch-ins with no wakeup seen."""
     row = stats["threads"].get(tid)
     if row is None:
-        row = stats["threads"][tid] = [0, 0, 0]
-    row[index] += 1
+        row = stats["threads"][tid] = ThreadCounts()
+    return row
 
 
 def _probe(events: Iterable) -> tuple[bool, Iterator]:
@@ -111,13 +122,13 @@ def _probe(events: Iterable) -> tuple[bool, Iterator]:
 
 
 def intervals(events: Iterable, path: str, lenient: bool = False,
-              stats: Optional[dict] = None, include_open: bool = False) -> Iterator[Interval]:
-    """Turn the SchedEvents of one input (file order) into Intervals.
+              stats: Optional[dict] = None, include_open: bool = False) -> Iterator:
+    """Turn the SchedEvents of one input (file order) into Period and OnCpu records.
 
     Non-sched records (``Sample``) are skipped and counted in ``stats["samples"]``.
     Counts go into ``stats`` (reasons: ``inferred_switch_in``, ``no_wakeup``,
     ``no_switch_in``, ``open``, ``open_oncpu``, ``missing_switch_out``,
-    ``out_of_order``, ``per_process_unmeasured``; ``threads`` per tid). Events going
+    ``out_of_order``, ``per_process_unmeasured``; ``threads``: tid -> ThreadCounts). Events going
     back in time raise ParseError unless ``lenient`` (then they are skipped)."""
     if stats is None:
         stats = {}
@@ -142,10 +153,11 @@ class _Machine:
         self.per_process = per_process
         self.threads: dict = {}
         self.cpu_last: dict = {}     # cpu -> time of its previous sched_switch
+        self.cpu_idle: dict = {}     # cpu -> its previous sched_switch went to the idle task
         self.last_ns: Optional[int] = None
         self.first_ns: Optional[int] = None
 
-    def step(self, ev: SchedEvent) -> Iterator[Interval]:
+    def step(self, ev: SchedEvent) -> Iterator:
         t = ev.time_ns
         if self.last_ns is not None and t < self.last_ns:
             if not self.lenient:
@@ -159,28 +171,30 @@ class _Machine:
         if ev.kind == SWITCH:
             yield from self._switch(ev, t)
             self.cpu_last[ev.cpu] = t
-        elif ev.kind == WAKEUP:
+            self.cpu_idle[ev.cpu] = ev.next is not None and ev.next.tid == 0
+        elif ev.kind == WAKE:
             yield from self._wakeup(ev, t)
         elif ev.kind == EXIT:
             self._exit(ev)
 
     # -- switch -----------------------------------------------------------------
-    def _switch(self, ev: SchedEvent, t: int) -> Iterator[Interval]:
+    def _switch(self, ev: SchedEvent, t: int) -> Iterator:
         prev, nxt = ev.prev, ev.next
         if prev is not None:
             yield from self._switch_out(ev, prev, t)
         if nxt is not None and not (prev is not None and _key(prev, ev.cpu) == _key(nxt, ev.cpu)):
-            yield from self._switch_in(nxt, _key(nxt, ev.cpu), t)
+            yield from self._switch_in(nxt, _key(nxt, ev.cpu), t,
+                                       prev is not None and prev.tid == 0)
 
-    def _switch_out(self, ev: SchedEvent, prev: Task, t: int) -> Iterator[Interval]:
+    def _switch_out(self, ev: SchedEvent, prev: Task, t: int) -> Iterator:
         key = _key(prev, ev.cpu)
         st = self.threads.get(key)
         if prev.tid:
-            _thread_count(self.stats, prev.tid, 0)
+            _thread_counts(self.stats, prev.tid).switches += 1
         if st is not None and st.phase != ON:
             yield from self._missed_switch_in(st, key, ev.cpu, t)
         elif st is not None:
-            yield Interval(st.task or prev, ONCPU, "", st.start, t)
+            yield OnCpu(st.task or prev, st.start, t)
         dead = st is not None and st.dead
         if dead or is_dead(ev.prev_state):
             self.threads.pop(key, None)
@@ -188,24 +202,28 @@ class _Machine:
         phase = RQ if is_preempted(ev.prev_state) else BLK
         self.threads[key] = _Thread(phase, t, ev.prev_state, ev.stack, prev)
 
-    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> Iterator[Interval]:
+    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> Iterator:
         """T is switched out while off-CPU: its switch-in was not recorded."""
         tin = self.cpu_last.get(cpu) if cpu is not None else None
         if self.per_process or tin is None:
             _count(self.stats, "per_process_unmeasured" if self.per_process else "no_switch_in")
+            if st.wake is not None:
+                yield st.period(None)     # its blocked part is known
             return
         _count(self.stats, "inferred_switch_in")
         if st.task.tid:
-            _thread_count(self.stats, st.task.tid, 1)
-        tin = max(tin, st.held.start_ns if st.held is not None else st.start)
-        yield from self._end_offcpu(st, tin)
-        yield Interval(st.task, ONCPU, "", tin, t)
+            _thread_counts(self.stats, st.task.tid).inferred += 1
+        tin = max(tin, st.start)
+        yield st.period(tin, inferred=True, idle=self.cpu_idle.get(cpu, False))
+        yield OnCpu(st.task, tin, t)
 
-    def _switch_in(self, task: Task, key, t: int) -> Iterator[Interval]:
+    def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> Iterator:
         st = self.threads.get(key)
         if self.per_process:
             if st is not None and st.phase != ON:
                 _count(self.stats, "per_process_unmeasured")
+                if st.wake is not None:
+                    yield st.period(None)
             self.threads.pop(key, None)
             return
         if st is None:
@@ -217,49 +235,33 @@ class _Machine:
             if st.phase == BLK:
                 _count(self.stats, "no_wakeup")
                 if task.tid:
-                    _thread_count(self.stats, task.tid, 2)
-            yield from self._end_offcpu(st, t)
+                    _thread_counts(self.stats, task.tid).no_wakeup += 1
+            yield st.period(t, idle=from_idle)
         dead = st.dead
         self.threads[key] = _Thread(ON, t, task=task)
         self.threads[key].dead = dead
 
-    def _end_offcpu(self, st: _Thread, t: int) -> Iterator[Interval]:
-        """End the off-CPU period of ``st`` at ``t`` (a switch-in, real or inferred)."""
-        if st.phase == BLK:
-            yield Interval(st.task, BLOCKED, st.state, st.start, t, st.stack)
-            return
-        held = st.held
-        if held is not None and t < held.end_ns:
-            # inferred switch-in before the wakeup: all of it was blocked (timehist too)
-            yield Interval(st.task, BLOCKED, held.state, held.start_ns, t, held.stack,
-                           held.waker, held.waker_stack)
-            return
-        if held is not None:
-            yield held
-        yield Interval(st.task, RUNQ, "R" if held is None and st.state != "W" else "W",
-                       st.start, t, st.stack)
-
     # -- wakeup / exit ----------------------------------------------------------
-    def _wakeup(self, ev: SchedEvent, t: int) -> Iterator[Interval]:
+    def _wakeup(self, ev: SchedEvent, t: int) -> Iterator:
         target = ev.target
         if target is None:
             return
         key = _key(target, ev.cpu)
         st = self.threads.get(key)
         if st is None:
-            if ev.event.endswith("sched_wakeup_new") and not self.per_process:
-                self.threads[key] = _Thread(RQ, t, "W", (), target)
+            if ev.new and not self.per_process:
+                self.threads[key] = _Thread(RQ, t, "", (), target)
             return
         if st.phase != BLK:
             return
-        blocked = Interval(st.task, BLOCKED, st.state, st.start, t, st.stack, ev.task, ev.stack)
+        st.wake = t
+        st.waker = ev.task
+        st.waker_stack = ev.stack
         if self.per_process:
             del self.threads[key]
-            yield blocked
+            yield st.period(None)
             return
-        st.held = blocked
         st.phase = RQ
-        st.start = t
 
     def _exit(self, ev: SchedEvent) -> None:
         target = ev.target or ev.task
@@ -273,25 +275,22 @@ class _Machine:
             del self.threads[key]
 
     # -- end of input -----------------------------------------------------------
-    def finish(self, include_open: bool) -> Iterator[Interval]:
+    def finish(self, include_open: bool) -> Iterator:
         end = self.last_ns
         for key in sorted(self.threads, key=_sort_key):
             st = self.threads[key]
-            if st.held is not None:
-                yield st.held
             if self.per_process:
                 _count(self.stats, "per_process_unmeasured")
                 continue
             if not include_open or end is None:
                 _count(self.stats, "open_oncpu" if st.phase == ON else "open")
+                if st.phase != ON and st.wake is not None:
+                    yield st.period(None)     # woken, never switched in: blocked part known
                 continue
             if st.phase == ON:
-                yield Interval(st.task, ONCPU, "", st.start, end)
-            elif st.phase == BLK:
-                yield Interval(st.task, BLOCKED, st.state, st.start, end, st.stack)
+                yield OnCpu(st.task, st.start, end)
             else:
-                kind_state = "W" if st.held is not None or st.state == "W" else "R"
-                yield Interval(st.task, RUNQ, kind_state, st.start, end, st.stack)
+                yield st.period(end)
         self.threads.clear()
         self.stats["first_ns"] = self.first_ns
         self.stats["last_ns"] = self.last_ns

@@ -1,68 +1,145 @@
 """The data model every parser produces and every renderer reads.
 
-Immutable and typed. Times are integer nanoseconds (``*_ns``); weights are
-integers in the profile's unit. Stacks are tuples, **root first** (folded order).
+Immutable and typed. Times are integer nanoseconds (``*_ns``); weights are numbers in
+the profile's unit. A stack is a tuple of ``Frame``, **root first** (folded order).
 
-``Frame`` and ``Task`` are NamedTuples rather than frozen dataclasses: they are
-hashed millions of times on the perf script hot path (as parts of stack keys),
-and a tuple's hash is computed in C while a dataclass's ``__hash__`` is a Python
-call. They are just as immutable and typed.
+Records (what parsers yield; the pipeline dispatches on the record's type, never on the
+name of the format that produced it):
+
+- ``Sample``: a stack with a weight in a unit (a perf sample, a folded line, a stack-keyed
+  bpftrace map entry, a ``perf record --off-cpu`` event);
+- ``SchedEvent``: a scheduler tracepoint (switch, wakeup, exit);
+- ``Histogram``: a latency (or other) distribution in buckets.
+
+From sched events, ``offconv.intervals`` makes ``Period`` (one off-CPU period of a thread:
+its blocked part and its run-queue part) and ``OnCpu`` records.
+
+``Frame`` and ``Task`` are NamedTuples rather than frozen dataclasses: they are hashed
+millions of times on the perf script hot path (as parts of stack keys), and a tuple's
+hash is computed in C while a dataclass's ``__hash__`` is a Python call. They are just
+as immutable and typed.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
-# Frame kinds
+# -- frame kinds -------------------------------------------------------------------------
 KERNEL = "kernel"
 USER = "user"
 JIT = "jit"
 INLINE = "inline"
-MARKER = "marker"  # bcc's '-' / '--' delimiters, offconv's state-split frames
+MARKER = "marker"    # bcc's '-' (user/kernel) and '--' (target/waker) delimiters
+STATE = "state"      # offconv's [blocked S], [run queue], [preempted], [on-CPU]
+THREAD = "thread"    # the thread-name frame a folded line starts with
+FRAME_KINDS = (KERNEL, USER, JIT, INLINE, MARKER, STATE, THREAD)
 
-# Interval kinds
-BLOCKED = "blocked"
-RUNQ = "runq"
-ONCPU = "oncpu"
+# -- what a weight measures (Sample.kind, Profile.mode) ------------------------------------
+ONCPU = "oncpu"      # on-CPU samples (counts, or cpu time from the period)
+OFFCPU = "offcpu"    # switch-out -> switch-in (bcc offcputime): blocked + run queue
+BLOCKED = "blocked"  # switch-out asleep -> woken
+RUNQ = "runq"        # woken or preempted -> switched in
+WAKEUP = "wakeup"    # blocked time keyed by target and waker stacks (offwaketime)
+OFFCPU_MODES = (OFFCPU, BLOCKED, RUNQ, WAKEUP)
 
-# SchedEvent kinds
+# -- units -------------------------------------------------------------------------------
+SAMPLES = "samples"
+TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+# -- SchedEvent kinds --------------------------------------------------------------------
 SWITCH = "switch"
-WAKEUP = "wakeup"
+WAKE = "wakeup"
 EXIT = "exit"
 
 
+class Task(NamedTuple):
+    """A thread. ``pid`` is None when the input carries only the tid (perf script default
+    fields); ``tid`` is None when the input names only the comm (folded stacks)."""
+
+    comm: str
+    pid: Optional[int]
+    tid: Optional[int]
+
+
 class Frame(NamedTuple):
-    """One stack frame. ``name`` is the cleaned, folded-ready name without annotation
-    suffix; ``module`` the DSO as printed by perf (``[kernel.kallsyms]``); ``kind`` one
-    of KERNEL, USER, JIT, INLINE, MARKER."""
+    """One stack frame: ``name`` as the input gives it, cleaned but without display
+    annotations (``_[k]``, ``-PID/TID``); ``module`` the DSO or file where known
+    (``[kernel.kallsyms]``, ``/usr/lib/libc.so.6``); ``kind`` one of FRAME_KINDS.
+    THREAD frames carry their ``task``; other frames leave it None."""
 
     name: str
     module: str = ""
     kind: str = USER
+    task: Optional[Task] = None
 
 
 Stack = tuple  # tuple[Frame, ...], root first
 
 
-class Task(NamedTuple):
-    """A thread. ``pid`` is None when the input carries only the tid (perf script
-    default fields)."""
+def thread_frame(task: Task) -> Frame:
+    return Frame(task.comm, "", THREAD, task)
 
-    comm: str
-    pid: Optional[int]
-    tid: int
 
+# The state-split frames (DESIGN.md "State split"), and the delimiters.
+RUNQ_FRAME = Frame("[run queue]", "", STATE)
+PREEMPTED_FRAME = Frame("[preempted]", "", STATE)
+ONCPU_FRAME = Frame("[on-CPU]", "", STATE)
+DELIMITER = Frame("-", "", MARKER)        # user | kernel (offcputime -d)
+WAKER_DELIMITER = Frame("--", "", MARKER)  # target | waker (offwaketime)
+_BLOCKED_FRAMES: dict = {}
+
+
+def blocked_frame(state: str) -> Frame:
+    f = _BLOCKED_FRAMES.get(state)
+    if f is None:
+        f = _BLOCKED_FRAMES[state] = Frame(f"[blocked {state}]", "", STATE)
+    return f
+
+
+STATE_HELP = {
+    "[run queue]": "runnable after a wakeup, waiting for a CPU (run-queue latency)",
+    "[preempted]": "preempted while runnable, waiting to get a CPU back (run-queue latency)",
+    "[on-CPU]": "running on a CPU",
+    "S": "interruptible sleep: a lock, a socket, a pipe, a sleep, a child",
+    "D": "uninterruptible sleep: usually disk I/O or page-cache writeback",
+    "I": "idle kernel wait (TASK_IDLE): a kernel thread with nothing to do",
+    "T": "stopped (signal)", "t": "stopped by a tracer", "P": "parked",
+    "W": "waking", "K": "wakekill", "N": "no-load",
+}
+
+
+def state_help(frame_name: str) -> Optional[str]:
+    """What a state-split frame means, for tooltips and legends."""
+    if frame_name in STATE_HELP:
+        return STATE_HELP[frame_name]
+    if frame_name.startswith("[blocked ") and frame_name.endswith("]"):
+        letters = frame_name[9:-1]
+        parts = [STATE_HELP.get(c) for c in letters.replace("|", "").replace("+", "")]
+        text = "; ".join(p for p in parts if p)
+        return f"blocked ({letters}): {text}" if text else f"blocked ({letters})"
+    return None
+
+
+# -- records -----------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """An on-CPU sample (or any non-sched event) with its stack."""
+    """A stack with a weight. ``stack`` holds the frames below the thread (root first);
+    ``task`` is the thread it belongs to (None when the input names none). ``kind`` says
+    what the weight measures (ONCPU, OFFCPU, BLOCKED, RUNQ, WAKEUP) and ``unit`` in what
+    (SAMPLES or a TIME_UNITS key). ``event`` is the sampled event where the input has one
+    (perf: ``cycles``, ``cpu-clock``), for ``--event-filter``. ``before`` is the first
+    column of a differential folded line."""
 
-    task: Task
-    time_ns: int
-    cpu: Optional[int]
-    event: str  # e.g. "cycles", "cpu-clock", "sched:sched_switch"
-    period: int  # 1 when perf did not print a period
-    stack: Stack  # root first
+    stack: Stack
+    weight: float
+    unit: str = SAMPLES
+    task: Optional[Task] = None
+    time_ns: Optional[int] = None
+    cpu: Optional[int] = None
+    event: str = ""
+    kind: str = ONCPU
+    before: Optional[float] = None
     lineno: int = 0
 
 
@@ -72,8 +149,8 @@ class SchedEvent:
 
     - SWITCH: ``prev`` leaves the CPU in ``prev_state`` ("S", "D", "R", "R+", "D|K", ...),
       ``next`` enters it; ``stack`` is the callchain of the event, i.e. prev's stack.
-    - WAKEUP: ``target`` is woken; ``task`` (the header task) is the waker and ``stack``
-      its callchain. ``event`` tells sched_waking / sched_wakeup / sched_wakeup_new apart.
+    - WAKE: ``target`` is woken; ``task`` (the header task) is the waker and ``stack``
+      its callchain. ``new`` marks sched_wakeup_new (a thread's first wakeup).
     - EXIT: ``target`` exits (sched_process_exit).
 
     ``task`` is the task of the sample header (perf's placeholder ``:-1`` for an
@@ -90,72 +167,137 @@ class SchedEvent:
     prev_state: str = ""
     next: Optional[Task] = None
     target: Optional[Task] = None
+    new: bool = False
     lineno: int = 0
 
 
 @dataclass(frozen=True, slots=True)
-class Interval:
-    """A span of one thread's life.
-
-    kind BLOCKED: ``state`` is the prev_state letter(s) at switch-out; ``waker`` and
-    ``waker_stack`` are who woke it (None / () when no wakeup was seen).
-    kind RUNQ: ``state`` is "R" for a preempted thread (switched out runnable), "W" for a
-    wait that started at a wakeup.
-    kind ONCPU: ``state`` is "".
-    ``stack`` is the thread's stack at the switch-out that started the off-CPU period
-    (for ONCPU: empty).
-    """
-
-    task: Task
-    kind: str
-    state: str
-    start_ns: int
-    end_ns: int
-    stack: Stack = ()
-    waker: Optional[Task] = None
-    waker_stack: Stack = ()
-
-    @property
-    def duration_ns(self) -> int:
-        return self.end_ns - self.start_ns
-
-
-@dataclass(frozen=True, slots=True)
 class Histogram:
-    """A latency histogram: ``buckets`` are (lo, hi, count) with hi exclusive; lo may be
-    None for an underflow bucket ``(..., x)`` and hi None for an overflow ``[x, ...)``."""
+    """A distribution: ``buckets`` are (lo, hi, count) with hi exclusive; lo is None for an
+    underflow bucket ``(..., x)`` and hi None for an overflow ``[x, ...)``. ``unit`` is the
+    unit of the bounds (a TIME_UNITS key, or "" when they are not durations); ``kind`` is
+    BLOCKED or RUNQ when the histogram is a latency of that kind, else ""."""
 
     name: str
     keys: tuple
     unit: str
     buckets: tuple
+    kind: str = ""
 
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """One off-CPU period of a thread, switch-out to switch-in.
+
+    ``state`` is the prev_state at switch-out ("S", "D", "D|K", "R"/"R+" when preempted),
+    or "" for a new thread whose first run-queue wait starts at sched_wakeup_new.
+    ``wake_ns`` is the first wakeup after the switch-out (None: preempted, no wakeup
+    seen, or a wakeup after an inferred switch-in); ``end_ns`` the switch-in (None: not seen, e.g. a ``perf record -p`` recording
+    or the end of the trace -- the run-queue part is then unknown). ``waker`` and
+    ``waker_stack`` are who woke it. ``inferred``: the switch-in was not recorded and the
+    previous sched_switch on that CPU was taken (as ``perf sched timehist`` does);
+    ``on_idle_cpu``: the switch-in came from the idle task (its run-queue part is the
+    wake-up of an idle CPU, not a wait behind another task)."""
+
+    task: Task
+    state: str
+    start_ns: int
+    wake_ns: Optional[int]
+    end_ns: Optional[int]
+    stack: Stack = ()
+    waker: Optional[Task] = None
+    waker_stack: Stack = ()
+    inferred: bool = False
+    on_idle_cpu: bool = False
+
+    @property
+    def preempted(self) -> bool:
+        return self.state in ("R", "R+")
+
+    @property
+    def blocked(self) -> bool:
+        """True when the period has a blocked part (it went to sleep)."""
+        return self.state != "" and not self.preempted
+
+    @property
+    def runq_start_ns(self) -> int:
+        if self.preempted or self.state == "":
+            return self.start_ns
+        return self.wake_ns if self.wake_ns is not None else self.end_ns
+
+    @property
+    def blocked_ns(self) -> int:
+        if not self.blocked:
+            return 0
+        end = self.wake_ns if self.wake_ns is not None else self.end_ns
+        return end - self.start_ns
+
+    @property
+    def runq_ns(self) -> Optional[int]:
+        """None when the switch-in was not seen (unknown, not zero)."""
+        if self.end_ns is None:
+            return None
+        return self.end_ns - self.runq_start_ns
+
+    @property
+    def has_runq(self) -> bool:
+        """True when the period has a known run-queue part (it may be 0 ns long)."""
+        return self.end_ns is not None and (not self.blocked or self.wake_ns is not None)
+
+    @property
+    def no_wakeup(self) -> bool:
+        return self.blocked and self.wake_ns is None and self.end_ns is not None
+
+
+@dataclass(frozen=True, slots=True)
+class OnCpu:
+    """A span a thread ran on a CPU."""
+
+    task: Task
+    start_ns: int
+    end_ns: int
+
+
+@dataclass(slots=True)
+class ThreadCounts:
+    """Per-thread event counts of one input (offconv.intervals)."""
+
+    switches: int = 0
+    inferred: int = 0
+    no_wakeup: int = 0
+
+
+# -- the profile -------------------------------------------------------------------------
 
 @dataclass(slots=True)
 class Profile:
     """What renderers read.
 
-    ``samples`` maps a folded stack -- a tuple of display strings, root first, the first
-    being the thread name frame, annotations like ``_[k]`` included -- to its weight in
-    ``unit`` ("samples", "us", "ns"). Differential profiles (diff) use ``before`` for
-    the first column and ``samples`` for the second.
+    ``samples`` maps a stack (a tuple of Frames, root first, normally starting with a
+    THREAD frame; with the state split a STATE frame second) to its weight in ``unit``.
+    Display names are made from the frames by the renderers (offconv.naming). ``mode``
+    says what the weights measure (ONCPU or one of OFFCPU_MODES). Differential profiles
+    (diff) use ``before`` for the first column and ``samples`` for the second.
     """
 
-    unit: str = "samples"
+    unit: str = SAMPLES
+    mode: str = ONCPU
     samples: dict = field(default_factory=dict)
-    histograms: list = field(default_factory=list)
-    threads: dict = field(default_factory=dict)
-    dropped: dict = field(default_factory=dict)
-    mode: str = "oncpu"
     before: Optional[dict] = None
-    # Set by the off-CPU path (offconv.offcpu / offconv.analysis): per-kind latency
-    # distributions, causes, top stacks, verdict inputs. Read by report/json/hist.
+    histograms: list = field(default_factory=list)
+    # The off-CPU path's accumulation (offconv.analysis.Analysis): per-thread totals,
+    # exact latencies, causes. Read by report/json/hist through offconv.analysis.summarize.
     analysis: Optional[object] = None
     # Interval data in time order, for flame charts: [(stack, weight)], adjacent equal
     # stacks merged (set by the off-CPU path when AggregateOptions.timeline is on).
     sequence: Optional[list] = None
     # Messages for the user (printed on stderr by the CLI, one per line).
     warnings: list = field(default_factory=list)
+    # Counts of what was skipped or inferred, by reason.
+    dropped: dict = field(default_factory=dict)
+    # The report data, computed once per (ReportOptions, NamingOptions) by
+    # offconv.analysis.report_data: ((options), data).
+    summary: Optional[tuple] = None
 
-    def total(self) -> int:
+    def total(self) -> float:
         return sum(self.samples.values())

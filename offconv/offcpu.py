@@ -1,4 +1,4 @@
-"""Off-CPU aggregation: SchedEvent streams -> Intervals -> Profile (folded stacks in µs,
+"""Off-CPU aggregation: SchedEvent streams -> Periods -> Profile (stacks in µs,
 per-thread totals, latency histograms, the analysis for report/json).
 
 Modes (DESIGN.md): ``offcpu`` charges the whole switch-out -> switch-in span (blocked +
@@ -16,12 +16,15 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from .aggregate import Labeler
-from .analysis import Analysis, log2_buckets, ns_to_us
+from .analysis import Analysis
 from .errors import OffconvError
 from .intervals import intervals
-from .model import BLOCKED, KERNEL, ONCPU, RUNQ, Histogram, Interval, Profile, Task
+from .latency import log2_buckets
+from .model import (BLOCKED, DELIMITER, KERNEL, OFFCPU, OFFCPU_MODES, PREEMPTED_FRAME, RUNQ,
+                    RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period,
+                    Profile, Task, blocked_frame, thread_frame)
 from .options import AggregateOptions
+from .units import ns_to_us
 
 # offcputime's --state bits (the kernel's TASK_REPORT order, as sched_switch prints them)
 STATE_BITS = (("S", 1), ("D", 2), ("T", 4), ("t", 8), ("X", 16), ("Z", 32), ("P", 64), ("I", 128))
@@ -55,29 +58,25 @@ def state_matches(state: str, keep: Optional[frozenset]) -> bool:
     return any(c in keep for c in state if c not in "|+")
 
 
-def marker(iv: Interval) -> str:
-    """The state-split frame: [run queue], [preempted], [blocked S], ..."""
-    if iv.kind == RUNQ:
-        return "[preempted]" if iv.state == "R" else "[run queue]"
-    return f"[blocked {iv.state}]"
+def runq_frame(p: Period) -> Frame:
+    return PREEMPTED_FRAME if p.preempted else RUNQ_FRAME
 
 
 class _Builder:
     def __init__(self, opts: AggregateOptions):
-        mode = "offcpu" if opts.mode in ("auto", None) else opts.mode
-        if mode not in ("offcpu", "blocked", "runq", "wakeup"):
+        mode = OFFCPU if opts.mode in ("auto", None) else opts.mode
+        if mode not in OFFCPU_MODES:
             raise OffconvError(f"mode {mode} is not an off-CPU mode")
         if opts.user_stacks_only and opts.kernel_stacks_only:
             raise OffconvError("-U/--user-stacks-only and -K/--kernel-stacks-only exclude each other")
         self.opts = opts
         self.mode = mode
-        self.split = bool(opts.state_split) and mode == "offcpu"
-        self.labeler = Labeler(opts)
+        self.split = bool(opts.state_split) and mode == OFFCPU
         self.comm_re = re.compile(opts.comm) if opts.comm else None
         self.ns: dict = {}
         self.keep_cache: dict = {}
         self.frames_cache: dict = {}
-        self.pending: Optional[Interval] = None
+        self.threads: dict = {}
         self.pid_from_tid = False
         self.timeline: Optional[list] = [] if opts.timeline else None
         self._start = 0
@@ -108,55 +107,42 @@ class _Builder:
             return False
         return True
 
-    # -- names ----------------------------------------------------------------------
+    # -- stacks ---------------------------------------------------------------------
     def frames(self, stack: tuple) -> tuple:
-        """Labelled frames root first, with -U/-K/-d applied (cached per stack)."""
+        """Frames root first, with -U/-K/-d applied (cached per stack)."""
         got = self.frames_cache.get(stack)
         if got is not None:
             return got
         o = self.opts
-        user = [f for f in stack if f.kind != KERNEL]
-        kernel = [f for f in stack if f.kind == KERNEL]
+        user = tuple(f for f in stack if f.kind != KERNEL)
+        kernel = tuple(f for f in stack if f.kind == KERNEL)
         if o.user_stacks_only:
-            kernel = []
+            kernel = ()
         if o.kernel_stacks_only:
-            user = []
-        got = self.labeler.stack(tuple(user))
-        if o.delimited and user and kernel:
-            got += ("-",)
-        got += self.labeler.stack(tuple(kernel))
+            user = ()
+        got = user + ((DELIMITER,) if o.delimited and user and kernel else ()) + kernel
         self.frames_cache[stack] = got
         return got
+
+    def thread(self, task: Task) -> Frame:
+        f = self.threads.get(task)
+        if f is None:
+            f = self.threads[task] = thread_frame(task)
+        return f
 
     def _add(self, key: tuple, ns: int) -> None:
         self.ns[key] = self.ns.get(key, 0) + ns
         if self.timeline is not None:
             self.timeline.append((self._start, key, ns))
 
-    # -- the interval stream --------------------------------------------------------
-    def feed(self, iv: Interval) -> None:
-        if not self.keep(iv.task):
+    # -- the record stream ----------------------------------------------------------
+    def feed(self, rec) -> None:
+        if not self.keep(rec.task):
             return
-        if iv.kind == ONCPU:
-            self.analysis.add_oncpu(iv)
-            return
-        p = self.pending
-        if p is not None:
-            self.pending = None
-            if (iv.kind == RUNQ and iv.state == "W" and iv.task.tid == p.task.tid
-                    and iv.start_ns == p.end_ns):
-                self.span(p, iv)
-                return
-            self.span(p, None)
-        if iv.kind == BLOCKED:
-            self.pending = iv
+        if rec.__class__ is OnCpu:
+            self.analysis.add_oncpu(rec)
         else:
-            self.span(None, iv)
-
-    def flush(self) -> None:
-        if self.pending is not None:
-            self.span(self.pending, None)
-            self.pending = None
+            self.period(rec)
 
     def _in_range(self, ns: int) -> bool:
         us = ns // 1000                  # offcputime compares whole µs
@@ -164,47 +150,43 @@ class _Builder:
         return ((o.min_block_us is None or us >= o.min_block_us)
                 and (o.max_block_us is None or us <= o.max_block_us))
 
-    def span(self, b: Optional[Interval], r: Optional[Interval]) -> None:
+    def period(self, p: Period) -> None:
         """One off-CPU period: its blocked part, its run-queue part, or both."""
-        first = b or r
-        if not state_matches(first.state, self.opts.states):
+        if not state_matches(p.state, self.opts.states):
             return
-        self._start = first.start_ns
-        total = (b.duration_ns if b else 0) + (r.duration_ns if r else 0)
-        thread = self.labeler.thread(first.task)
-        frames = self.frames(first.stack)
+        self._start = p.start_ns
+        blocked = p.blocked
+        runq = p.has_runq
+        b_ns = p.blocked_ns
+        r_ns = p.runq_ns if runq else 0
+        total = b_ns + r_ns
+        thread = self.thread(p.task)
+        frames = self.frames(p.stack)
         in_span = self._in_range(total)
         if in_span:
-            self._analyse(b, r, thread, frames)
+            pid = p.task.pid
+            process = p.task.comm.replace(" ", "_") if pid is None else f"pid {pid}"
+            self.analysis.add_period(p, (thread,) + frames, process)
         mode = self.mode
-        if mode == "offcpu":
+        if mode == OFFCPU:
             if not in_span:
                 return
             if self.split:
-                for iv in (b, r):
-                    if iv is not None:
-                        self._start = iv.start_ns
-                        self._add((thread, marker(iv)) + frames, iv.duration_ns)
+                if blocked:
+                    self._add((thread, blocked_frame(p.state)) + frames, b_ns)
+                if runq:
+                    self._start = p.runq_start_ns
+                    self._add((thread, runq_frame(p)) + frames, r_ns)
             else:
                 self._add((thread,) + frames, total)
-        elif mode == "blocked" and b is not None and self._in_range(b.duration_ns):
-            self._add((thread,) + frames, b.duration_ns)
-        elif mode == "runq" and r is not None and self._in_range(r.duration_ns):
-            self._add((thread,) + frames, r.duration_ns)
-        elif mode == "wakeup" and b is not None and b.waker is not None \
-                and self._in_range(b.duration_ns):
-            waker = self.frames(b.waker_stack)[::-1]
-            self._add((thread,) + frames + ("--",) + waker
-                      + (self.labeler.thread(b.waker),), b.duration_ns)
-
-    def _analyse(self, b, r, thread: str, frames: tuple) -> None:
-        key = (thread,) + frames
-        pid = (b or r).task.pid
-        process = thread if pid is None else f"pid {pid}"
-        if b is not None:
-            self.analysis.add_blocked(b, key, process)
-        if r is not None:
-            self.analysis.add_runq(r, key, process)
+        elif mode == BLOCKED and blocked and self._in_range(b_ns):
+            self._add((thread,) + frames, b_ns)
+        elif mode == RUNQ and runq and self._in_range(r_ns):
+            self._add((thread,) + frames, r_ns)
+        elif mode == WAKEUP and blocked and p.waker is not None and self._in_range(b_ns):
+            waker = self.frames(p.waker_stack)[::-1]
+            self._add((thread,) + frames + (WAKER_DELIMITER,) + waker
+                      + (self.thread(p.waker),), b_ns)
 
     # -- the result -------------------------------------------------------------------
     def profile(self) -> Profile:
@@ -214,12 +196,11 @@ class _Builder:
             if us:
                 samples[key] = us
         an = self.analysis
-        prof = Profile(unit="us", samples=samples, mode=self.mode, analysis=an,
-                       threads=dict(sorted(an.threads.items(), key=lambda kv: str(kv[0]))),
+        prof = Profile(unit="us", mode=self.mode, samples=samples, analysis=an,
                        dropped=dict(sorted(an.dropped.items())))
         prof.histograms = [
-            Histogram("blocked_us", (), "us", log2_buckets(an.durations("blocked"))),
-            Histogram("runq_us", (), "us", log2_buckets(an.durations("runq"))),
+            Histogram("blocked_us", (), "us", log2_buckets(an.durations("blocked")), BLOCKED),
+            Histogram("runq_us", (), "us", log2_buckets(an.durations("runq")), RUNQ),
         ]
         prof.warnings = self.warnings()
         if self.timeline is not None:
@@ -277,17 +258,16 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
                   lenient: bool = False) -> Profile:
     """Each (path, SchedEvents) input with its own interval state, merged into one Profile.
 
-    ``profile.samples``: folded stacks (thread frame first; with ``opts.state_split`` in
-    mode offcpu a ``[blocked S]``/``[run queue]``/``[preempted]`` frame second) -> µs;
-    ``profile.threads``: tid -> analysis.ThreadTotals; ``profile.histograms``: blocked and
-    run-queue log2 µs; ``profile.analysis``: analysis.Analysis (``summarize`` it with
-    ReportOptions); ``profile.warnings``: sentences for stderr."""
+    ``profile.samples``: stacks of frames (a THREAD frame first; with ``opts.state_split``
+    in mode offcpu a STATE frame ``[blocked S]``/``[run queue]``/``[preempted]`` second)
+    -> µs; ``profile.histograms``: blocked and run-queue log2 µs; ``profile.analysis``:
+    analysis.Analysis (``analysis.summarize`` it); ``profile.warnings``: sentences for
+    stderr."""
     b = _Builder(opts)
     for path, events in inputs:
         stats: dict = {}
-        for iv in intervals(events, path, lenient=lenient, stats=stats,
-                            include_open=opts.include_open):
-            b.feed(iv)
-        b.flush()
+        for rec in intervals(events, path, lenient=lenient, stats=stats,
+                             include_open=opts.include_open):
+            b.feed(rec)
         b.analysis.add_counts(stats)
     return b.profile()

@@ -18,14 +18,20 @@ class ParseOptions:
 
 
 @dataclass(frozen=True)
-class AggregateOptions:
-    """Naming, modes and filters: Sample/Interval streams -> Profile."""
+class NamingOptions:
+    """How frames are displayed (stackcollapse-perf.pl's naming flags): offconv.naming."""
 
-    mode: str = "auto"
     pid: bool = False              # --pid: root frame comm-PID
     tid: bool = False              # --tid: root frame comm-PID/TID
     kernel: bool = False           # --kernel: _[k] on kernel frames
     jit: bool = False              # --jit: _[j] on JIT frames
+
+
+@dataclass(frozen=True)
+class AggregateOptions:
+    """Modes and filters: Sample/SchedEvent streams -> Profile."""
+
+    mode: str = "auto"
     filter_pids: frozenset = frozenset()   # -p/--filter-pid
     filter_tids: frozenset = frozenset()   # --filter-tid
     comm: Optional[str] = None     # --comm REGEX (searched)
@@ -76,12 +82,16 @@ class ReportOptions:
     runq_share_long: float = 0.10         # or run-queue > 10% of a thread's wall time
     blocked_p99_long_us: int = 10_000     # blocked p99 above this on the request path
     blocked_share_long: float = 0.20      # or blocked > 20% of a thread's wall time
+    material_share: float = 0.25          # a long p99 counts when its share is this part of *_share_long
+    significant_wall: float = 0.25        # threads observed at least this part of the longest
+    significant_switches: float = 0.10    # and switched out this part as often as the busiest
     top: int = 10
 
 
 @dataclass(frozen=True)
 class Options:
     parse: ParseOptions = field(default_factory=ParseOptions)
+    naming: NamingOptions = field(default_factory=NamingOptions)
     aggregate: AggregateOptions = field(default_factory=AggregateOptions)
     flame: FlameOptions = field(default_factory=FlameOptions)
     report: ReportOptions = field(default_factory=ReportOptions)

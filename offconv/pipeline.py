@@ -1,6 +1,9 @@
 """source -> detect -> parser -> (intervals) -> aggregate -> Profile.
 
-The library entry point the CLI uses; no click here."""
+The library entry point the CLI uses; no click here. Records are dispatched by their
+type (offconv.model), never by the name of the format that produced them:
+``SchedEvent`` streams go through the intervals to the off-CPU path, ``Sample`` streams
+are summed per stack, ``Histogram`` records are collected."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,25 +13,28 @@ from typing import Iterable, Iterator, Optional
 from . import formats
 from .aggregate import aggregate_samples
 from .errors import OffconvError
-from .model import SWITCH, Profile, SchedEvent
+from .model import OFFCPU_MODES, ONCPU, SWITCH, Histogram, Profile, Sample, SchedEvent
 from .options import Options
-from .parsers.folded import FoldedLine
 from .source import Source
 
-OFFCPU_MODES = ("offcpu", "blocked", "runq", "wakeup")
+SCHED, SAMPLES = "sched", "samples"
 
 
 def open_input(path: str, from_format: str = "auto"):
-    """(Source, InputFormat) for one input; perf.data is recognised by its magic and read
-    through ``perf script``, whose text is then detected like any other."""
+    """(Source, InputFormat of its text) for one input. A binary format (perf.data) is
+    recognised by its magic and converted to text, which is then detected like any other."""
     src = Source(path)
-    if from_format == "perf-data" and src.kind != "perf-data":
-        raise OffconvError(f"{path}: expected perf.data (magic PERFILE2), got another file")
-    if from_format in ("auto", "perf-data"):
-        if src.kind == "perf-data" and not src.head:
-            raise OffconvError(f"{path}: perf script printed no events")
-        return src, formats.detect(path, src.head)
-    return src, formats.input_format(from_format)
+    if from_format != "auto":
+        fmt = formats.input_format(from_format)
+        if fmt.magic is not None:
+            if src.binary_format is not fmt:
+                raise OffconvError(f"{path}: expected {fmt.description} (magic "
+                                   f"{fmt.magic.decode()}), got another file")
+        elif src.binary_format is None:
+            return src, fmt
+    if src.binary_format is not None and not src.head:
+        raise OffconvError(f"{path}: {src.binary_format.name}: the conversion printed no events")
+    return src, formats.detect(path, src.head)
 
 
 def _records(src: Source, fmt, opts: Options, stats: dict) -> Iterator:
@@ -37,22 +43,26 @@ def _records(src: Source, fmt, opts: Options, stats: dict) -> Iterator:
     return fmt.parse(src.lines(), src.path, opts.parse, stats)
 
 
-def _resolve_mode(records: Iterator, mode: str) -> tuple[str, Iterator]:
-    """auto: offcpu when the input has sched_switch events, else oncpu. Looks ahead only
-    until the first sched_switch or the first non-sched sample."""
-    if mode != "auto":
-        return mode, records
+def _route(records: Iterator, mode: str) -> tuple[str, Iterator]:
+    """Which path an input's records take: SCHED (intervals, the off-CPU modes) or SAMPLES.
+    Looks ahead only until the first sched_switch or the first Sample. ``auto``: SCHED
+    when the input has sched_switch events; an off-CPU mode: SCHED, unless the samples
+    already measure off-CPU time (bcc offcputime -f); ``oncpu``: SAMPLES (sched events
+    are then counted as events, like stackcollapse-perf.pl counts them)."""
     buf = []
-    resolved = "oncpu"
+    route = SAMPLES if mode in ("auto", ONCPU) else SCHED
     for r in records:
         buf.append(r)
-        if isinstance(r, SchedEvent):
+        if r.__class__ is SchedEvent:
             if r.kind == SWITCH:
-                resolved = "offcpu"
+                if mode == "auto":
+                    route = SCHED
                 break
-        else:
+        elif r.__class__ is Sample:
+            if mode in OFFCPU_MODES and r.kind != ONCPU:
+                route = SAMPLES
             break
-    return resolved, chain(buf, records)
+    return route, chain(buf, records)
 
 
 def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
@@ -62,47 +72,39 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
     if agg.state_split is None:
         agg = replace(agg, state_split=state_split_default)
     profile: Optional[Profile] = None
-    offcpu_inputs = []
+    sched_inputs: list = []
+    histograms: list = []
     stats: dict = {}
-    mode_seen = None
+    routes: set = set()
     for path in paths:
         src, fmt = open_input(path, from_format)
-        records = _records(src, fmt, opts, stats)
-        if fmt.name == "folded":
-            profile = _add_folded(profile, records)
-            mode_seen = mode_seen or "folded"
-            continue
-        mode, records = _resolve_mode(records, agg.mode)
-        if mode_seen and mode_seen != mode and mode_seen != "folded":
-            raise OffconvError(f"{path}: mode {mode} differs from the other inputs' ({mode_seen}); "
-                               "give --mode")
-        mode_seen = mode
-        if mode == "oncpu":
-            profile = aggregate_samples(records, agg, opts.parse, profile)
+        route, records = _route(_records(src, fmt, opts, stats), agg.mode)
+        routes.add(route)
+        if len(routes) > 1:
+            raise OffconvError(f"{path}: cannot merge off-CPU (sched event) inputs with "
+                               "on-CPU or folded ones; give --mode")
+        records = _collect_histograms(records, histograms)
+        if route == SAMPLES:
+            profile = aggregate_samples(records, opts.parse, profile, path)
         else:
-            offcpu_inputs.append((path, (r for r in records if isinstance(r, SchedEvent))))
-    if offcpu_inputs:
+            sched_inputs.append((path, records))
+    if sched_inputs:
         from . import offcpu  # the off-CPU path
-        if profile is not None:
-            raise OffconvError("cannot merge off-CPU inputs with on-CPU or folded ones")
-        profile = offcpu.build_profile(offcpu_inputs, replace(agg, mode=mode_seen),
+        mode = "offcpu" if agg.mode == "auto" else agg.mode
+        profile = offcpu.build_profile(sched_inputs, replace(agg, mode=mode),
                                        lenient=opts.parse.lenient)
     if profile is None:
         profile = Profile()
+    profile.histograms.extend(histograms)
     if stats.get("skipped_lines"):
         profile.warnings.append(f"skipped {stats['skipped_lines']} malformed lines "
                                 f"(first: {stats['first_skipped']})")
     return profile
 
 
-def _add_folded(profile: Optional[Profile], lines: Iterable[FoldedLine]) -> Profile:
-    profile = profile or Profile(unit="samples", mode="folded")
-    samples = profile.samples
-    before = profile.before
-    for ln in lines:
-        if ln.before is not None:
-            if before is None:
-                before = profile.before = {}
-            before[ln.stack] = before.get(ln.stack, 0) + ln.before
-        samples[ln.stack] = samples.get(ln.stack, 0) + ln.count
-    return profile
+def _collect_histograms(records: Iterator, out: list) -> Iterator:
+    for r in records:
+        if r.__class__ is Histogram:
+            out.append(r)
+        else:
+            yield r

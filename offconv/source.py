@@ -1,19 +1,16 @@
-"""Input sources: a path, '-' (stdin), gzip (by magic), or perf.data (by magic, converted
-with ``perf script`` through a pipe, streamed). Lines come numbered, without '\\n'."""
+"""Input sources: a path, '-' (stdin), gzip (by magic), or a binary input format of the
+registry (perf.data, by magic, converted to text through a pipe, streamed). Lines come
+numbered, without '\\n'."""
 from __future__ import annotations
 
 import gzip
 import codecs
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from typing import Iterator, Optional
 
 from .errors import OffconvError
 
-PERF_DATA_MAGIC = b"PERFILE2"
 GZIP_MAGIC = b"\x1f\x8b"
 SNIFF_LINES = 200
 
@@ -26,14 +23,17 @@ class Source:
 
     def __init__(self, path: str, kind: str = "text"):
         self.path = path
-        self.kind = kind  # "text", "gzip", "perf-data"
-        self._proc: Optional[subprocess.Popen] = None
+        self.kind = kind  # "text", "gzip", or the name of a binary input format
+        self.binary_format = None  # the InputFormat converted from (perf.data), if any
+        self._finish = None        # its converter's finish(): raises on failure
         self._stream = self._open()
         self._chunks = _text_chunks(self._stream)
         self._first = self._read_first()
         self.head: list[str] = self._first.split("\n", SNIFF_LINES)[:SNIFF_LINES]
         if self.head and self.head[-1] == "" and self._first.endswith("\n"):
             self.head.pop()
+        if self._finish is not None and not self._first:
+            self._check_converter()   # no output at all: perf's own error, if it failed
 
     def _read_first(self) -> str:
         """Decoded text up to at least SNIFF_LINES lines (or the end)."""
@@ -56,7 +56,7 @@ class Source:
             raise OffconvError(f"{self.path}: read error: {e}") from None
         finally:
             self.close()
-        self._check_perf()
+        self._check_converter()
 
     def lines(self) -> Iterator[tuple[int, str]]:
         return enumerate(_split(self._all_chunks(), "\n"), 1)
@@ -92,37 +92,22 @@ class Source:
             raw.seek(0)
         if magic.startswith(GZIP_MAGIC):
             self.kind = "gzip"
-            raw = gzip.GzipFile(fileobj=raw)
-        elif magic.startswith(PERF_DATA_MAGIC):
-            self.kind = "perf-data"
-            raw.close() if path != "-" else None
-            raw = self._perf_script(path)
-        return raw  # binary: _split_lines reads big blocks and decodes them itself
+            return gzip.GzipFile(fileobj=raw)
+        from .formats import by_magic
+        binary = by_magic(magic)
+        if binary is not None:
+            self.kind = binary.name
+            self.binary_format = binary
+            if path != "-":
+                raw.close()
+            stream, self._finish = binary.convert(path)
+            return stream
+        return raw  # binary: _text_chunks reads big blocks and decodes them itself
 
-    def _perf_script(self, path: str):
-        if path == "-":
-            raise OffconvError("-: perf.data on stdin is not supported: give its path")
-        perf = shutil.which("perf")
-        if perf is None:
-            raise OffconvError(f"{path}: is perf.data, but 'perf' is not on PATH to convert it "
-                               "(install linux-perf, or run 'perf script -i FILE > FILE.txt')")
-        # stderr to a file, not a pipe: perf can print more warnings than a pipe holds
-        self._err = tempfile.TemporaryFile()
-        self._proc = subprocess.Popen([perf, "script", "-i", path], stdout=subprocess.PIPE,
-                                      stderr=self._err, stdin=subprocess.DEVNULL)
-        _widen_pipe(self._proc.stdout)
-        return self._proc.stdout
-
-    def _check_perf(self):
-        if self._proc is not None:
-            rc = self._proc.wait()
-            self._err.seek(0)
-            err = self._err.read().decode("utf-8", "replace").strip()
-            self._err.close()
-            self._proc = None
-            if rc != 0:
-                first = err.splitlines()[-1] if err else f"exit status {rc}"
-                raise OffconvError(f"{self.path}: perf script failed: {first}")
+    def _check_converter(self):
+        if self._finish is not None:
+            finish, self._finish = self._finish, None
+            finish()
 
     def close(self):
         if self.path != "-":
@@ -130,15 +115,6 @@ class Source:
                 self._stream.close()
             except Exception:
                 pass
-
-
-def _widen_pipe(stream, size: int = 1 << 20) -> None:
-    """A 1 MiB pipe instead of 64 KiB: far fewer wakeups between perf script and us."""
-    try:
-        import fcntl
-        fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
-    except (OSError, ImportError, ValueError):
-        pass
 
 
 def _text_chunks(stream, size: int = 1 << 20) -> Iterator[str]:

@@ -34,3 +34,25 @@ def golden(request):
         assert path.read_bytes() == data, f"output differs from golden {path} (pytest --bless rewrites it)"
 
     return check
+
+
+NAMING_KEYS = ("pid", "tid", "kernel", "jit")
+
+
+def folded_dict(profile, **naming) -> dict:
+    """A profile's samples by display text (offconv.naming), merged as the folded output
+    merges them."""
+    from offconv.naming import Namer
+    from offconv.options import NamingOptions
+    namer = Namer(NamingOptions(**naming))
+    out: dict = {}
+    for k, v in profile.samples.items():
+        s = namer.folded(k)
+        out[s] = out.get(s, 0) + v
+    return out
+
+
+def split_naming(kw: dict) -> tuple[dict, dict]:
+    """(naming kwargs, the rest) of a test's keyword arguments."""
+    naming = {k: kw.pop(k) for k in list(kw) if k in NAMING_KEYS}
+    return naming, kw

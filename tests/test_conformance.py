@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from offconv.cli import app
-from offconv.options import AggregateOptions, Options, ParseOptions
+from offconv.options import AggregateOptions, NamingOptions, Options, ParseOptions
 from offconv import pipeline
 from offconv.renderers import folded
 
@@ -24,9 +24,10 @@ def test_suite_is_complete():
 
 
 def collapse(path: Path, opt: str) -> bytes:
-    agg = AggregateOptions(mode="oncpu", pid=opt == "pid", tid=opt == "tid",
+    naming = NamingOptions(pid=opt == "pid", tid=opt == "tid",
                            kernel=opt in ("kernel", "all"), jit=opt in ("jit", "all"))
-    opts = Options(parse=ParseOptions(addrs=opt == "addrs"), aggregate=agg)
+    opts = Options(parse=ParseOptions(addrs=opt == "addrs"), naming=naming,
+                   aggregate=AggregateOptions(mode="oncpu"))
     out = io.StringIO()
     folded.render(pipeline.load([str(path)], opts), out, opts)
     return out.getvalue().encode()

@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from offconv import pipeline
 from offconv.cli import app
-from offconv.options import AggregateOptions, Options
+from offconv.naming import Namer
+from offconv.options import AggregateOptions, NamingOptions, Options
 
 VICTIM = Path(__file__).parent / "fixtures" / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.perf-script.txt"
 
@@ -33,7 +34,7 @@ def test_sequence_is_in_time_order_and_adds_up():
     assert abs(sum(w for _, w in seq) - sum(p.samples.values())) <= len(seq)
     # victim.py alternates: the holder sleeps 50 ms holding the lock while main waits on it
     big = [s for s, w in seq if w > 40_000]
-    threads = [s[0] for s in big]
+    threads = [s[0].name for s in big]
     assert len(big) >= 20
     flips = sum(1 for a, b in zip(threads, threads[1:]) if a != b)
     assert flips >= len(big) // 2, threads
@@ -49,8 +50,8 @@ def test_svg_flamechart_draws_left_to_right_in_time_order(tmp_path):
     p = load(timeline=True)
     first_threads = []
     for s, w in p.sequence:
-        if not first_threads or first_threads[-1] != s[0]:
-            first_threads.append(s[0])
+        if not first_threads or first_threads[-1] != s[0].name:
+            first_threads.append(s[0].name)
     # drawn (unpruned) thread frames appear in the time order of their periods: the
     # drawn sequence is a subsequence of the periods' thread sequence
     titles = re.findall(r"<title>(victim-main|lockholder) \(", svg)
@@ -59,5 +60,6 @@ def test_svg_flamechart_draws_left_to_right_in_time_order(tmp_path):
     assert all(any(t == x for x in it) for t in titles)
     # and in the geometry itself (no pruning), every period is its own frame in order
     from offconv.renderers.svg.layout import layout
-    boxes = layout(p.sequence, flamechart=True).boxes
+    namer = Namer(NamingOptions())
+    boxes = layout([(namer.stack(s), w) for s, w in p.sequence], flamechart=True).boxes
     assert [b.name for b in sorted((b for b in boxes if b.depth == 1), key=lambda b: b.start)] == first_threads

@@ -6,8 +6,10 @@ import pytest
 
 from offconv.errors import ParseError
 from offconv.intervals import PROBE_IDLE_SWITCHES, intervals
-from offconv.model import (BLOCKED, EXIT, KERNEL, ONCPU, RUNQ, SWITCH, WAKEUP, Frame,
-                           Interval, Sample, SchedEvent, Task)
+from types import SimpleNamespace
+
+from offconv.model import (BLOCKED, EXIT, KERNEL, ONCPU, RUNQ, SWITCH, WAKE, Frame, OnCpu,
+                           Period, Sample, SchedEvent, Task, ThreadCounts)
 
 A = Task("app", None, 10)
 B = Task("other", None, 20)
@@ -27,12 +29,42 @@ def sw(t_us, cpu, prev, state, nxt, stack=(), lineno=0, header=None):
 
 
 def wk(t_us, cpu, waker, target, event="sched:sched_wakeup", stack=WAKER_STACK):
-    return SchedEvent(WAKEUP, round(t_us * 1000), cpu, waker, stack, event, target=target)
+    return SchedEvent(WAKE, round(t_us * 1000), cpu, waker, stack, event, target=target,
+                      new=event.endswith("_new"))
+
+
+def _part(task, kind, state, start, end, stack=(), waker=None, waker_stack=()):
+    return SimpleNamespace(task=task, kind=kind, state=state, start_ns=start, end_ns=end,
+                           duration_ns=end - start, stack=stack, waker=waker,
+                           waker_stack=waker_stack)
+
+
+def expand(records):
+    """Periods and OnCpu records as their parts (blocked, run queue, on-CPU), the shape the
+    rules below are written in."""
+    out = []
+    for r in records:
+        if isinstance(r, OnCpu):
+            out.append(_part(r.task, ONCPU, "", r.start_ns, r.end_ns))
+            continue
+        assert isinstance(r, Period)
+        if r.blocked:
+            out.append(_part(r.task, BLOCKED, r.state, r.start_ns, r.start_ns + r.blocked_ns,
+                             r.stack, r.waker, r.waker_stack))
+        if r.has_runq:
+            out.append(_part(r.task, RUNQ, "R" if r.preempted else "W", r.runq_start_ns,
+                             r.end_ns, r.stack))
+    return out
+
+
+def run_raw(events, **kw):
+    stats: dict = {}
+    return list(intervals(events, "t.txt", stats=stats, **kw)), stats
 
 
 def run(events, **kw):
-    stats: dict = {}
-    return list(intervals(events, "t.txt", stats=stats, **kw)), stats
+    recs, stats = run_raw(events, **kw)
+    return expand(recs), stats
 
 
 def of(ivs, task, kind=None):
@@ -65,7 +97,7 @@ def test_switch_in_without_wakeup_counts_blocked_and_no_wakeup():
     ivs, stats = run([sw(10, 0, A, "D", B), sw(40, 0, B, "S", A)])
     assert of(ivs, A) == [("blocked", "D", 10, 40)]
     assert stats["no_wakeup"] == 1
-    assert stats["threads"][A.tid] == [1, 0, 1]
+    assert stats["threads"][A.tid] == ThreadCounts(switches=1, inferred=0, no_wakeup=1)
 
 
 def test_missing_switch_in_is_inferred_from_the_previous_switch_on_that_cpu():
@@ -78,7 +110,7 @@ def test_missing_switch_in_is_inferred_from_the_previous_switch_on_that_cpu():
     ])
     assert of(ivs, A) == [("blocked", "S", 10, 20), ("runq", "W", 20, 30), ("oncpu", "", 30, 50)]
     assert stats["inferred_switch_in"] == 1
-    assert stats["threads"][A.tid][1] == 1
+    assert stats["threads"][A.tid].inferred == 1
     assert of(ivs, A) and stats.get("open") == 2   # A's new wait and B's are open at the end
 
 
@@ -147,7 +179,7 @@ def test_out_of_order_is_an_error_with_file_and_line():
 
 
 def test_samples_are_skipped_and_counted():
-    s = Sample(A, 1000, 0, "cpu-clock", 1, ())
+    s = Sample((), 1, task=A, time_ns=1000, cpu=0, event="cpu-clock")
     ivs, stats = run([s, sw(10, 0, A, "S", B)])
     assert stats["samples"] == 1
 
@@ -187,3 +219,23 @@ def test_intervals_stream_lazily():
     # the -p probe buffers a bounded prefix, then intervals flow
     with pytest.raises(AssertionError):
         list(it)
+
+
+def test_one_period_carries_both_parts_and_who_woke_it():
+    recs, _ = run_raw([sw(10, 0, A, "S", B, FUTEX), wk(30, 1, W, A), sw(35, 0, B, "R", A)])
+    (p,) = [r for r in recs if isinstance(r, Period) and r.task == A]
+    assert (p.start_ns, p.wake_ns, p.end_ns) == (10_000, 30_000, 35_000)
+    assert (p.blocked_ns, p.runq_ns, p.state, p.waker) == (20_000, 5_000, "S", W)
+    assert not p.on_idle_cpu and not p.inferred
+
+
+def test_switch_in_from_the_idle_task_is_marked():
+    recs, _ = run_raw([sw(10, 0, A, "S", IDLE0), wk(30, 1, W, A), sw(32, 0, IDLE0, "R", A)])
+    (p,) = [r for r in recs if isinstance(r, Period) and r.task == A]
+    assert p.on_idle_cpu and p.runq_ns == 2_000
+
+
+def test_woken_but_never_switched_in_has_an_unknown_run_queue_part():
+    recs, _ = run_raw([sw(10, 0, A, "S", B), wk(30, 1, W, A)])
+    (p,) = [r for r in recs if isinstance(r, Period) and r.task == A]
+    assert p.blocked_ns == 20_000 and p.runq_ns is None and not p.has_runq

@@ -7,6 +7,7 @@ from offconv.errors import OffconvError
 from offconv.model import KERNEL, USER, Frame, Task
 from offconv.offcpu import build_profile, parse_state, state_matches
 from offconv.options import AggregateOptions
+from conftest import folded_dict, split_naming
 from test_intervals import IDLE0, W, WAKER_STACK, sw, wk
 
 APP = Task("my app", None, 10)
@@ -32,8 +33,9 @@ def events():
 
 
 def fold(mode="offcpu", evs=None, **kw):
+    naming, kw = split_naming(kw)
     prof = build_profile([("t.txt", iter(evs or events()))], AggregateOptions(mode=mode, **kw))
-    return {";".join(k): v for k, v in prof.samples.items()}, prof
+    return folded_dict(prof, **naming), prof
 
 
 def test_offcpu_mode_charges_blocked_plus_runq_to_the_switch_out_stack():
@@ -107,7 +109,7 @@ def test_idle_excluded_unless_asked():
     assert not any(k.startswith("swapper") for k in fold()[0])
     got, prof = fold(include_idle=True)
     assert any(k.startswith("swapper/0") for k in got)
-    assert 0 in prof.threads
+    assert 0 in prof.analysis.threads
 
 
 def test_min_max_block_time_filter_the_whole_span_in_offcpu_mode():
@@ -139,7 +141,7 @@ def test_parse_state():
 
 def test_threads_and_histograms():
     _, prof = fold()
-    t = prof.threads[10]
+    t = prof.analysis.threads[10]
     assert (t.blocked_ns, t.runq_ns, t.runq_preempted_ns) == (100_000, 25_000, 20_000)
     assert t.oncpu_ns == (10 - 0 + 200 - 115) * 1000
     assert t.switches == 2
@@ -152,7 +154,7 @@ def test_threads_and_histograms():
 def test_inputs_are_merged_each_with_its_own_state():
     evs = events()
     prof = build_profile([("a.txt", iter(evs)), ("b.txt", iter(evs))], AggregateOptions())
-    assert {";".join(k): v for k, v in prof.samples.items()}["my_app;main;read;ksys_read;schedule"] == 250
+    assert folded_dict(prof)["my_app;main;read;ksys_read;schedule"] == 250
 
 
 def test_mode_oncpu_is_refused():

@@ -6,10 +6,13 @@ import json
 
 import pytest
 
-from offconv.analysis import (Analysis, classify, human_us, latency_stats, log2_buckets,
-                              percentile, summarize, verdict)
+from offconv.analysis import Analysis, report_data
+from offconv.causes import classify
 from offconv.errors import OffconvError
-from offconv.model import BLOCKED, KERNEL, RUNQ, Frame, Histogram, Interval, Profile, Task
+from offconv.latency import latency_stats, log2_buckets, percentile
+from offconv.model import KERNEL, Frame, Histogram, OnCpu, Period, Profile, Task
+from offconv.units import human_us
+from offconv.verdict import verdict
 from offconv.offcpu import build_profile
 from offconv.options import AggregateOptions, Options, ReportOptions
 from offconv.renderers import hist, json_report, report
@@ -132,13 +135,11 @@ def _analysis(runq_ms, blocked_ms, oncpu_ms, stack, n=20):
     t = Task("svc", 1, 1)
     now = 0
     for _ in range(n):
-        b = Interval(t, BLOCKED, "S", now, now + blocked_ms * 1_000_000, stack)
-        an.add_blocked(b, ("svc",), "svc")
-        now = b.end_ns
-        r = Interval(t, RUNQ, "W", now, now + runq_ms * 1_000_000, stack)
-        an.add_runq(r, ("svc",), "svc")
-        now = r.end_ns
-        an.add_oncpu(Interval(t, "oncpu", "", now, now + oncpu_ms * 1_000_000))
+        wake = now + blocked_ms * 1_000_000
+        end = wake + runq_ms * 1_000_000
+        an.add_period(Period(t, "S", now, wake, end, stack), (Frame("svc"),), "svc")
+        now = end
+        an.add_oncpu(OnCpu(t, now, now + oncpu_ms * 1_000_000))
         now += oncpu_ms * 1_000_000
     an.threads[1].switches = n
     return an
@@ -173,7 +174,8 @@ def test_thresholds_are_configurable():
 
 
 def test_summary_is_deterministic_and_complete():
-    s = summarize(_analysis(30, 50, 10, FUTEX), ReportOptions())
+    s = report_data(Profile(unit="us", mode="offcpu", analysis=_analysis(30, 50, 10, FUTEX)),
+                    Options())
     assert s["latency"]["blocked"]["p99_us"] == 50_000
     assert s["causes"] == [{"cause": "lock", "blocked_us": 1_000_000, "idle": False}]
     assert s["verdict"]["reason"].startswith("lock waits (futex) are 56% of svc's wall time, p99 50.0 ms")

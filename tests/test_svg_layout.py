@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 from offconv.errors import OffconvError
-from offconv.model import Profile
+from typing import Optional
+
+from offconv.model import INLINE, JIT, KERNEL, MARKER, STATE, Frame, Profile
+from offconv.options import NamingOptions
+from offconv.renderers.svg import _Labels
 from offconv.renderers.svg.layout import layout, parse_minwidth, prune_threshold
 from offconv.renderers.svg.palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER
 
@@ -34,9 +38,36 @@ def parse_folded(text: str):
     return samples, before
 
 
+def frame_of(name: str) -> Frame:
+    """A test fixture's frame text as the frame it stands for (the kinds a real profile
+    carries: state-split frames, delimiters, annotated kernel/JIT/inline frames)."""
+    if name in ("[run queue]", "[preempted]", "[on-CPU]") or (
+            name.startswith("[blocked ") and name.endswith("]")):
+        return Frame(name, "", STATE)
+    if name in ("-", "--"):
+        return Frame(name, "", MARKER)
+    for suffix, kind in (("_[k]", KERNEL), ("_[j]", JIT), ("_[i]", INLINE)):
+        if name.endswith(suffix):
+            return Frame(name, "", kind)
+    return Frame(name)
+
+
+def as_frames(samples: Optional[dict]) -> Optional[dict]:
+    if samples is None:
+        return None
+    return {tuple(frame_of(n) for n in k): v for k, v in samples.items()}
+
+
 def folded_profile(text: str, unit: str = "samples", mode: str = "oncpu") -> Profile:
     samples, before = parse_folded(text)
-    return Profile(unit=unit, samples=samples, mode=mode, before=before)
+    return Profile(unit=unit, samples=as_frames(samples), mode=mode, before=as_frames(before))
+
+
+def layout_with_kinds(samples: dict, **kw):
+    """layout() as the SVG renderer calls it: names and flags from the frames' kinds."""
+    labels = _Labels(NamingOptions())
+    rows = labels.merge(as_frames(samples))
+    return layout(rows, flags=labels.flags, **kw)
 
 
 def load_fixture(name: str) -> str:
@@ -134,7 +165,7 @@ def test_nothing_to_draw_raises():
 def test_state_split_families_cover_the_marker_and_what_is_above_it():
     samples = {("w", "[run queue]", "schedule"): 5, ("w", "[blocked D]", "io_schedule"): 7,
                ("w", "[preempted]"): 1}
-    flags = {(b.depth, b.name): b.flags for b in layout(samples).boxes}
+    flags = {(b.depth, b.name): b.flags for b in layout_with_kinds(samples).boxes}
     assert flags[(1, "w")] == 0
     assert flags[(2, "[run queue]")] == flags[(3, "schedule")] == FAMILY_RUNQ
     assert flags[(2, "[preempted]")] == FAMILY_RUNQ
@@ -144,7 +175,7 @@ def test_state_split_families_cover_the_marker_and_what_is_above_it():
 def test_waker_family_starts_after_the_first_separator():
     samples = {("target", "schedule", "--", "try_to_wake_up", "waker"): 3,
                ("target", "schedule", "--", "wake_up_q", "waker"): 1}
-    flags = {b.name: b.flags for b in layout(samples).boxes}
+    flags = {b.name: b.flags for b in layout_with_kinds(samples).boxes}
     assert not flags["schedule"] & FAMILY_WAKER and not flags["--"] & FAMILY_WAKER
     assert flags["try_to_wake_up"] & FAMILY_WAKER and flags["waker"] & FAMILY_WAKER
 

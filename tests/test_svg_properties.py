@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 from hypothesis import given, settings, strategies as st
 
-from offconv.model import Profile
+from offconv.model import Frame, Profile
 from offconv.options import FlameOptions, Options
 from offconv.renderers.svg import render
 from offconv.renderers.svg.layout import layout, prune_threshold
@@ -71,7 +71,8 @@ TEXT = st.text(min_size=1, max_size=12)
                        st.integers(min_value=1, max_value=100), min_size=1, max_size=10))
 def test_any_frame_names_give_well_formed_xml_with_one_script(samples):
     out = io.StringIO()
-    render(Profile(samples=samples), out, Options(flame=FlameOptions(minwidth="0")))
+    frames = {tuple(Frame(n) for n in k): v for k, v in samples.items()}
+    render(Profile(samples=frames), out, Options(flame=FlameOptions(minwidth="0")))
     text = out.getvalue()
     root = ET.fromstring(text.encode("utf-8"))
     assert len(root.findall(".//{http://www.w3.org/2000/svg}script")) == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from offconv.analysis import summarize
+from offconv.analysis import report_data
 from offconv.model import SchedEvent
 from offconv.offcpu import build_profile
 from offconv.options import AggregateOptions, ParseOptions, ReportOptions
@@ -77,7 +77,7 @@ CASES = [(name, tid) for name, tids in WORKLOAD.items() for tid in tids]
 
 @pytest.mark.parametrize("name,tid", CASES)
 def test_per_thread_totals_agree_with_timehist(name, tid):
-    t = cached(name).threads[tid]
+    t = cached(name).analysis.threads[tid]
     wait, delay, run = timehist_sums(name)[tid]
     assert close(t.offcpu_ns, wait), (t.offcpu_ns, wait)
     assert close(t.runq_ns - t.runq_preempted_ns, delay), (t.runq_ns - t.runq_preempted_ns, delay)
@@ -94,13 +94,13 @@ def test_the_comparison_can_fail():
 def test_unpinned_offcpu_totals_agree(tid):
     """victim_a_unpinned misses switch-ins from idle (quirk 1): timehist's run time is
     inflated there, so only the off-CPU totals are compared."""
-    t = cached("victim_a_unpinned").threads[tid]
+    t = cached("victim_a_unpinned").analysis.threads[tid]
     assert close(t.offcpu_ns, timehist_sums("victim_a_unpinned")[tid][0])
 
 
 def verdict(name: str, **kw):
     prof = profile_of(name, **kw) if kw else cached(name)
-    return summarize(prof.analysis, ReportOptions())["verdict"]
+    return report_data(prof)["verdict"]
 
 
 @pytest.mark.parametrize("name", ["victim_a_1", "e2e_victim_a_small", "victim_a_unpinned"])
@@ -130,7 +130,7 @@ def test_contention_filtered_to_cpuhog_is_capacity():
 def test_cpuhogs_wait_in_the_run_queue_after_preemption():
     prof = cached("contention_a_1")
     for tid in WORKLOAD["contention_a_1"]:
-        t = prof.threads[tid]
+        t = prof.analysis.threads[tid]
         assert t.blocked_ns == 0
         assert t.runq_preempted_ns > 0.99 * t.runq_ns > 2_000_000_000
 
@@ -140,7 +140,7 @@ def test_per_process_recording_is_detected_and_explained():
     assert prof.analysis.per_process
     assert any("perf record -p PID" in w and "system-wide" in w and "--filter" in w
                for w in prof.warnings)
-    main = prof.threads[19974]
+    main = prof.analysis.threads[19974]
     assert main.runq_ns == 0 and main.oncpu_ns == 0
     # 63 lock waits of victim-main ended by lockholder's wakeup, mean 50.16 ms (README)
     futex = [d for d in main.cause_durations["lock"] if d > 40_000_000]

@@ -1,4 +1,4 @@
-"""Folded stacks -> FoldedLine records.
+"""Folded stacks -> Sample records.
 
 The format of stackcollapse-*.pl, inferno-collapse-*, bcc ``offcputime -f`` and
 ``offwaketime -f`` (FlameGraph README; bcc tools/offcputime.py)::
@@ -14,21 +14,31 @@ fractional. ``#`` comment lines and blank lines are skipped.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator, NamedTuple, Optional
+from typing import Iterable, Iterator, Optional
 
 from ..errors import ParseError
-from ..formats import MAYBE, NO, YES, InputFormat
+from ..format_types import MAYBE, NO, YES, InputFormat
+from ..model import INLINE, JIT, KERNEL, ONCPU, SAMPLES, USER, Frame, Sample
 from ..options import ParseOptions
 
 EXPECTED = "a folded stack 'frame;frame;... count'"
 _COUNT = re.compile(r"^\d+(?:\.\d*)?$")
+# stackcollapse's annotations say the kind; the name keeps them (the folded renderer does
+# not annotate a name twice), so a folded file passes through unchanged
+_KINDS = (("_[k]", KERNEL), ("_[j]", JIT), ("_[i]", INLINE))
 
 
-class FoldedLine(NamedTuple):
-    stack: tuple  # frame strings, root first
-    count: float | int
-    before: Optional[float | int]  # first column of a differential line
-    lineno: int
+def frame(text: str, cache: dict) -> Frame:
+    f = cache.get(text)
+    if f is None:
+        kind = USER
+        if text.endswith("]"):
+            for suffix, k in _KINDS:
+                if text.endswith(suffix):
+                    kind = k
+                    break
+        f = cache[text] = Frame(text, "", kind)
+    return f
 
 
 def _number(text: str):
@@ -49,7 +59,8 @@ def split_line(line: str):
 
 
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
-          stats: Optional[dict] = None) -> Iterator[FoldedLine]:
+          stats: Optional[dict] = None) -> Iterator[Sample]:
+    cache: dict = {}
     for lineno, line in lines:
         line = line.rstrip()
         if not line or line.startswith("#"):
@@ -65,8 +76,9 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
             got = f"no count after the stack" if last == line else f"'{last[:40]}' as the count"
             raise ParseError(path, lineno, EXPECTED, got=got, line=line)
         frames, count, before = parts
-        yield FoldedLine(tuple(frames.split(";")), _number(count),
-                         _number(before) if before is not None else None, lineno)
+        yield Sample(tuple(frame(f, cache) for f in frames.split(";")), _number(count),
+                     SAMPLES, None, None, None, "", ONCPU,
+                     _number(before) if before is not None else None, lineno)
 
 
 def sniff(head: list[str]) -> str:

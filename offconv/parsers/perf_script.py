@@ -1,4 +1,5 @@
-"""perf script text -> Sample (any event with its stack) and SchedEvent (sched tracepoints).
+"""perf script text -> Sample (any event with its stack, weighted by its period) and
+SchedEvent (sched tracepoints).
 
 Input as printed by ``perf script`` (perf 6.1, default fields; `-F` variants and older
 perfs differ in which header fields appear)::
@@ -26,9 +27,9 @@ from itertools import chain
 from typing import Iterable, Iterator, Optional
 
 from ..errors import ParseError
-from ..formats import MAYBE, NO, YES, InputFormat
-from ..model import (EXIT, INLINE, JIT, KERNEL, SWITCH, USER, WAKEUP, Frame, Sample,
-                     SchedEvent, Task)
+from ..format_types import MAYBE, NO, YES, InputFormat
+from ..model import (EXIT, INLINE, JIT, KERNEL, ONCPU, SAMPLES, SWITCH, USER, WAKE, Frame,
+                     Sample, SchedEvent, Task)
 from ..options import ParseOptions
 
 HEADER_HELP = "an event header 'comm [pid/]tid [cpu] secs.frac: [period] event:'"
@@ -63,6 +64,7 @@ _EXIT_KERNEL = re.compile(r"^comm=(.*) pid=(-?\d+) prio=(-?\d+)(?: group_dead=\d
 SWITCH_EVENTS = {"sched:sched_switch", "sched_switch"}
 WAKEUP_EVENTS = {"sched:sched_wakeup", "sched:sched_wakeup_new", "sched:sched_waking",
                  "sched_wakeup", "sched_wakeup_new", "sched_waking"}
+WAKEUP_NEW_EVENTS = {"sched:sched_wakeup_new", "sched_wakeup_new"}
 EXIT_EVENTS = {"sched:sched_process_exit", "sched_process_exit"}
 SCHED_EVENTS = SWITCH_EVENTS | WAKEUP_EVENTS | EXIT_EVENTS
 
@@ -241,8 +243,9 @@ def _sched_event(h: tuple, stack: tuple, lineno: int, path: str, line: str):
             raise ParseError(path, lineno, "a wakeup payload 'comm=.. pid=.. prio=.. target_cpu=..'",
                              line=line)
         wc, wp = m.group(1), int(m.group(2))
-        return SchedEvent(WAKEUP, time_ns, cpu, task, stack, event,
-                          target=Task(wc, _task_ids(pid, tid, wp), wp), lineno=lineno)
+        return SchedEvent(WAKE, time_ns, cpu, task, stack, event,
+                          target=Task(wc, _task_ids(pid, tid, wp), wp),
+                          new=event in WAKEUP_NEW_EVENTS, lineno=lineno)
     m = _EXIT_KERNEL.match(payload) or _WAKEUP_TEP.match(payload)
     if m is None:
         raise ParseError(path, lineno, "a sched_process_exit payload 'comm=.. pid=.. prio=..'",
@@ -270,7 +273,8 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         groups.clear()
         if h[6] in SCHED_EVENTS:
             return _sched_event(h, stack, hl, path, htext)
-        return Sample(Task(h[0], h[1], h[2]), h[4] or 0, h[3], h[6], h[5], stack, hl)
+        return Sample(stack, h[5], SAMPLES, Task(h[0], h[1], h[2]), h[4], h[3], h[6], ONCPU,
+                      None, hl)
 
     for lineno, line in lines:
         if not line:
@@ -357,7 +361,8 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
         if h[6] in SCHED_EVENTS:
             yield _sched_event(h, stack, lineno, path, header)
         else:
-            yield Sample(Task(h[0], h[1], h[2]), h[4] or 0, h[3], h[6], h[5], stack, lineno)
+            yield Sample(stack, h[5], SAMPLES, Task(h[0], h[1], h[2]), h[4], h[3], h[6], ONCPU,
+                         None, lineno)
 
 
 def _body_stack(body: str, addrs: bool, frames: dict) -> Optional[tuple]:

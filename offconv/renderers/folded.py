@@ -1,12 +1,15 @@
 """Folded stacks (``frame;frame;frame weight``), sorted by stack in byte order as
 stackcollapse-perf.pl sorts them, so flamegraph.pl and inferno read them unchanged.
-A differential profile prints ``stack before after`` (difffolded.pl's layout)."""
+A differential profile prints ``stack before after`` (difffolded.pl's layout).
+Display names come from the frames (offconv.naming); stacks that print the same merge."""
 from __future__ import annotations
 
 from typing import TextIO
 
-from ..formats import OutputFormat
+from ..format_types import OutputFormat
 from ..model import Profile
+from ..naming import Namer
+from ..options import NamingOptions
 
 
 def format_count(v) -> str:
@@ -17,16 +20,25 @@ def format_count(v) -> str:
     return str(v)
 
 
+def _by_text(samples: dict, namer: Namer) -> dict:
+    out: dict = {}
+    get = out.get
+    for stack, w in samples.items():
+        key = namer.folded(stack)
+        out[key] = get(key, 0) + w
+    return out
+
+
 def render(profile: Profile, out: TextIO, opts=None) -> None:
+    namer = Namer(getattr(opts, "naming", None) or NamingOptions())
+    after = _by_text(profile.samples, namer)
     # sort by the stack text alone (not the whole line): that is stackcollapse-perf.pl's order
     if profile.before is not None:
-        before, after = profile.before, profile.samples
-        rows = sorted((";".join(k), k) for k in set(before) | set(after))
-        out.writelines(f"{s} {format_count(before.get(k, 0))} {format_count(after.get(k, 0))}\n"
-                       for s, k in rows)
+        before = _by_text(profile.before, namer)
+        out.writelines(f"{s} {format_count(before.get(s, 0))} {format_count(after.get(s, 0))}\n"
+                       for s in sorted(set(before) | set(after)))
     else:
-        rows = sorted((";".join(k), v) for k, v in profile.samples.items() if v)
-        out.writelines(f"{s} {format_count(v)}\n" for s, v in rows)
+        out.writelines(f"{s} {format_count(after[s])}\n" for s in sorted(after) if after[s])
 
 
 FORMAT = OutputFormat(name="folded", suffixes=(".folded", ".collapsed", ".txt"), render=render,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from ..formats import OutputFormat
+from ..format_types import OutputFormat
 
 BAR = 52
 _SUFFIXES = ((1 << 60, "E"), (1 << 50, "P"), (1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"),

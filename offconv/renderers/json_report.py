@@ -7,21 +7,8 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from ..analysis import summarize
-from ..errors import OffconvError
-from ..formats import OutputFormat
-from ..options import ReportOptions
-
-
-def report_data(profile, opts) -> dict:
-    if profile.analysis is None:
-        raise OffconvError("report: the input has no sched_switch events; record them with "
-                           "perf record -e sched:sched_switch -e sched:sched_wakeup -g -a")
-    ropts = opts.report if opts is not None else ReportOptions()
-    data = summarize(profile.analysis, ropts)
-    data["mode"] = profile.mode
-    data["warnings"] = list(profile.warnings)
-    return data
+from ..analysis import report_data
+from ..format_types import OutputFormat
 
 
 def render(profile, out: TextIO, opts=None) -> None:
@@ -29,5 +16,5 @@ def render(profile, out: TextIO, opts=None) -> None:
     out.write("\n")
 
 
-FORMAT = OutputFormat(name="json", suffixes=(), render=render,
+FORMAT = OutputFormat(name="json", suffixes=(), render=render, report=True,
                       description="the report as JSON (offconv report --json)")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from ..analysis import human_us
-from ..formats import OutputFormat
-from .json_report import report_data
+from ..analysis import report_data
+from ..format_types import OutputFormat
+from ..units import human_us
 
 MAX_THREADS = 20
 STACK_FRAMES = 6
@@ -110,5 +110,5 @@ def _stacks(d: dict, out: TextIO) -> None:
                    indent="    ")
 
 
-FORMAT = OutputFormat(name="report", suffixes=(), render=render,
+FORMAT = OutputFormat(name="report", suffixes=(), render=render, report=True,
                       description="text report: verdict, per-thread table, causes, top stacks")

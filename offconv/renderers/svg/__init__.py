@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import TextIO
 
 from ...errors import OffconvError
-from ...formats import OutputFormat
-from ...model import Profile
-from ...options import FlameOptions, Options
-from .layout import layout, prune_threshold
+from ...format_types import OutputFormat
+from ...model import OFFCPU_MODES, Profile
+from ...naming import Namer
+from ...options import FlameOptions, NamingOptions, Options
+from .layout import frame_flags, layout, prune_threshold
 from .palette import background, check_palette
 from .write import Style, write_svg
 
-OFFCPU_MODES = ("offcpu", "blocked", "runq", "wakeup")
 
 
 def _default_title(profile: Profile, flame: FlameOptions) -> str:
@@ -75,13 +75,47 @@ def render(profile: Profile, out: TextIO, opts: Options) -> None:
         raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
     timemax = max(total, flame.total or 0)
     min_value = prune_threshold(flame.minwidth, style.width, timemax)
-    rows = profile.samples
+    labels = _Labels(opts.naming if isinstance(opts, Options) else NamingOptions())
     if flame.flamechart and profile.sequence is not None and profile.before is None:
-        rows = profile.sequence  # interval data in time order
-    lay = layout(rows, profile.before, reverse=flame.reverse,
-                 flamechart=flame.flamechart, min_value=min_value, total=flame.total)
+        rows = [(labels.stack(s), w) for s, w in profile.sequence]  # interval data in time order
+    else:
+        rows = labels.merge(profile.samples)
+    before = labels.merge(profile.before) if profile.before is not None else None
+    lay = layout(rows, before, reverse=flame.reverse, flamechart=flame.flamechart,
+                 min_value=min_value, total=flame.total, flags=labels.flags)
     write_svg(out, lay, style, differential=profile.before is not None)
 
 
-FORMAT = OutputFormat(name="svg", suffixes=(".svg",), render=render,
+class _Labels:
+    """Display names of the profile's frames (offconv.naming) and, per name, the family
+    and kind bits the layout and palette read (from the frames' kinds, never from the
+    names)."""
+
+    def __init__(self, naming: NamingOptions):
+        self.namer = Namer(naming)
+        self.flags: dict = {}
+        self._seen: set = set()
+
+    def stack(self, stack: tuple) -> tuple:
+        names = self.namer.stack(stack)
+        seen, flags = self._seen, self.flags
+        for f, name in zip(stack, names):
+            if f not in seen:
+                seen.add(f)
+                family, bits = frame_flags(f)
+                if family or bits:
+                    old = flags.get(name, (0, 0))
+                    flags[name] = (old[0] | family, old[1] | bits)
+        return names
+
+    def merge(self, samples: dict) -> dict:
+        out: dict = {}
+        get = out.get
+        for stack, w in samples.items():
+            key = self.stack(stack)
+            out[key] = get(key, 0) + w
+        return out
+
+
+FORMAT = OutputFormat(name="svg", suffixes=(".svg",), render=render, state_split=True,
                       description="interactive SVG flame graph (flamegraph.pl-compatible)")

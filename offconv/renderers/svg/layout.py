@@ -22,11 +22,12 @@ from operator import itemgetter
 from typing import NamedTuple, Optional
 
 from ...errors import OffconvError
-from .palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER
+from ...model import MARKER, STATE
+from .palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER, KIND_BITS
 
 XPAD = 10  # flamegraph.pl's left and right padding, pixels
 ROOT = "all"
-RUNQ_MARKERS = ("[run queue]", "[preempted]")
+_NONE = (0, 0)
 
 
 class Box(NamedTuple):
@@ -74,12 +75,18 @@ def prune_threshold(minwidth, width_px: int, timemax: float) -> float:
     return value / widthpertime
 
 
-def _marker_family(name: str) -> int:
-    if name in RUNQ_MARKERS:
-        return FAMILY_RUNQ
-    if name.startswith("[blocked ") and name.endswith("]"):
-        return FAMILY_BLOCKED
-    return 0
+def frame_flags(frame) -> tuple[int, int]:
+    """(family, kind bits) of a frame, from its kind: the state-split frames start the
+    run-queue or blocked family of the tower above them, '--' the waker part of a chain."""
+    if frame.kind == STATE:
+        if frame.name.startswith("[blocked "):
+            return FAMILY_BLOCKED, 0
+        if frame.name in ("[run queue]", "[preempted]"):
+            return FAMILY_RUNQ, 0
+        return 0, 0
+    if frame.kind == MARKER and frame.name == "--":
+        return FAMILY_WAKER, 0
+    return 0, KIND_BITS.get(frame.kind, 0)
 
 
 def _rows(samples: dict, before: Optional[dict], reverse: bool, flamechart: bool):
@@ -106,12 +113,15 @@ def _rows(samples: dict, before: Optional[dict], reverse: bool, flamechart: bool
 
 def layout(samples, before: Optional[dict] = None, *, reverse: bool = False,
            flamechart: bool = False, min_value: float = 0.0,
-           total: Optional[float] = None) -> Layout:
+           total: Optional[float] = None, flags: Optional[dict] = None) -> Layout:
     """Merge the stacks into frames and prune those narrower than ``min_value``.
     ``samples`` is a dict stack -> weight, or (flame charts of interval data) a list of
     (stack, weight) in time order, where a stack may come back.
     ``total`` (flamegraph.pl's --total) widens the 100% reference when larger than the
-    sum of the weights. Raises OffconvError when nothing is left to draw."""
+    sum of the weights. ``flags`` maps a display name to its (family, kind bits)
+    (``frame_flags`` of the frames it names): a family colours the tower above a frame
+    at depth 1 ('--' anywhere), kind bits only the frame. Raises OffconvError when
+    nothing is left to draw."""
     stacks, weights, befores = _rows(samples, before, reverse, flamechart)
     cum = list(accumulate(weights, initial=0))
     actual = cum[-1]
@@ -121,7 +131,7 @@ def layout(samples, before: Optional[dict] = None, *, reverse: bool = False,
     timemax = total if total is not None and total > actual else actual
     root = (ROOT, 0, 0, actual, None if cumb is None else cumb[-1], 0)
     raw = [root]
-    _walk(stacks, cum, cumb, min_value, flamechart, raw)
+    _walk(stacks, cum, cumb, min_value, flamechart, raw, flags or {})
     boxes = list(map(partial(tuple.__new__, Box), raw))
     depth_max = max(b[1] for b in raw)
     max_delta = 1.0
@@ -130,7 +140,7 @@ def layout(samples, before: Optional[dict] = None, *, reverse: bool = False,
     return Layout(boxes, actual, timemax, depth_max, max_delta)
 
 
-def _walk(stacks, cum, cumb, min_value, flamechart, out) -> None:
+def _walk(stacks, cum, cumb, min_value, flamechart, out, table) -> None:
     """Append the drawn frames below the root to ``out`` as Box-shaped tuples."""
     todo = [(0, len(stacks), 0, 0, 0)]  # (lo, hi, index in stack, start, parent flags)
     pop, emit = todo.pop, out.append
@@ -157,12 +167,13 @@ def _walk(stacks, cum, cumb, min_value, flamechart, out) -> None:
                     j = bisect_right(stacks, name, j + 1, hi, key=itemgetter(d))
             value = cum[j] - cum[i]
             if value >= min_value and value > 0:
-                flags = pflags | _marker_family(name) if d == 1 else pflags
+                family, bits = table.get(name, _NONE)
+                flags = pflags | family if d == 1 else pflags
                 b = None if cumb is None else cumb[j] - cumb[i]
-                emit((name, depth, start, value, b, flags))
-                cflags = flags | FAMILY_WAKER if name == "--" else flags
+                emit((name, depth, start, value, b, flags | bits))
+                cflags = flags | FAMILY_WAKER if family == FAMILY_WAKER else flags
                 if j - i == 1:
-                    _tail(stack, depth, start, value, b, cflags, emit)
+                    _tail(stack, depth, start, value, b, cflags, emit, table)
                 else:
                     push((i, j, depth, start, cflags))
             start += value
@@ -172,12 +183,13 @@ def _walk(stacks, cum, cumb, min_value, flamechart, out) -> None:
             todo.extend(kids)  # popped left to right: frames come out in pre-order
 
 
-def _tail(stack, depth, start, value, before, flags, emit) -> None:
+def _tail(stack, depth, start, value, before, flags, emit, table) -> None:
     """A frame with a single stack below it: the rest of that stack, all as wide."""
     for k in range(depth, len(stack)):
         name = stack[k]
+        family, bits = table.get(name, _NONE)
         if k == 1:
-            flags |= _marker_family(name)
-        emit((name, k + 1, start, value, before, flags))
-        if name == "--":
+            flags |= family
+        emit((name, k + 1, start, value, before, flags | bits))
+        if family == FAMILY_WAKER:
             flags |= FAMILY_WAKER

@@ -28,6 +28,25 @@ FAMILY_NONE = 0
 FAMILY_RUNQ = 1
 FAMILY_BLOCKED = 2
 FAMILY_WAKER = 4
+# Kind bits of one frame (not inherited): kernel, JIT and inlined frames stand out.
+KIND_KERNEL = 8
+KIND_JIT = 16
+KIND_INLINE = 32
+KIND_BITS = {"kernel": KIND_KERNEL, "jit": KIND_JIT, "inline": KIND_INLINE}
+_KIND_LETTER = ((KIND_KERNEL, "k"), (KIND_JIT, "j"), (KIND_INLINE, "i"))
+
+
+def _kind_letter(name: str, flags: int) -> str:
+    """flamegraph.pl's annotation letter (k, j, i, w) from the frame's kind, or from an
+    annotation the name carries (folded input that was annotated upstream)."""
+    for bit, letter in _KIND_LETTER:
+        if flags & bit:
+            return letter
+    if name.endswith("]"):
+        m = _ANNOTATION.search(name)
+        if m:
+            return m.group(1)
+    return ""
 
 _GRADIENTS = {
     "yellow": ("#eeeeee", "#eeeeb0"),
@@ -35,6 +54,7 @@ _GRADIENTS = {
     "green": ("#eef2ee", "#e0ffe0"),
     "grey": ("#f8f8f8", "#e8e8e8"),
 }
+BGCOLORS = tuple(_GRADIENTS)
 _HEX = re.compile(r"#[0-9a-fA-F]{6}\Z")
 _ANNOTATION = re.compile(r"_\[([kwij])\]\Z")
 
@@ -82,7 +102,7 @@ def background(bgcolors: Optional[str], palette: str) -> tuple[str, str]:
     if _HEX.match(bgcolors):
         return bgcolors.lower(), bgcolors.lower()
     raise OffconvError(f"unknown background colour {bgcolors!r} "
-                       "(choose from: yellow, blue, green, grey, or #rrggbb)")
+                       f"(choose from: {', '.join(BGCOLORS)}, or #rrggbb)")
 
 
 def strip_annotation(name: str) -> str:
@@ -113,10 +133,9 @@ def stable_values(name: str) -> tuple[float, float, float]:
     return (h & 0x3FF) / 1024.0, ((h >> 10) & 0x3FF) / 1024.0, ((h >> 20) & 0xFFF) / 4096.0
 
 
-def _resolve_multi(palette: str, name: str) -> str:
+def _resolve_multi(palette: str, name: str, flags: int = 0) -> str:
     """Which basic hue a multi palette gives this name."""
-    kind = _ANNOTATION.search(name)
-    k = kind.group(1) if kind else ""
+    k = _kind_letter(name, flags)
     if palette == "wakeup":
         return "aqua"
     if palette == "chain":
@@ -221,11 +240,11 @@ class Colorizer:
         if self.state_split and flags & FAMILY_BLOCKED:
             return "io"
         if palette in MULTI:
-            return _resolve_multi(palette, name)
-        if palette in ("hot", "mem", "io") and name.endswith("]"):
-            kind = _ANNOTATION.search(name)
-            if kind:
-                return _KIND_HUE[kind.group(1)]
+            return _resolve_multi(palette, name, flags)
+        if palette in ("hot", "mem", "io"):
+            k = _kind_letter(name, flags)
+            if k:
+                return _KIND_HUE[k]
         return palette
 
     def _compute(self, name: str, flags: int) -> str:

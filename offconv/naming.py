@@ -1,0 +1,93 @@
+"""Display names, made from frames in one place (DESIGN.md "Model"): the folded renderer
+and the SVG call this; nothing parses a display name back into a frame.
+
+- THREAD: the comm with spaces as ``_`` (stackcollapse-perf.pl); ``--pid`` appends
+  ``-PID``, ``--tid`` ``-PID/TID`` (``?`` for a pid the input does not carry). A thread
+  named only by a folded input keeps its text.
+- INLINE ``_[i]`` always; KERNEL ``_[k]`` with ``--kernel``; JIT ``_[j]`` with ``--jit``;
+  a name that already carries its annotation (folded input) is not annotated twice.
+- a java thread's ``Lpkg/Class`` frames lose their ``L`` (stackcollapse-perf.pl).
+- ``;`` (the folded separator) becomes ``:`` in every name.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .model import INLINE, JIT, KERNEL, THREAD, Frame, Task
+from .options import NamingOptions
+
+_SUFFIX = {INLINE: "_[i]", KERNEL: "_[k]", JIT: "_[j]"}
+
+
+def thread_label(task: Optional[Task], name: str, opts: NamingOptions) -> str:
+    if task is None or task.tid is None:
+        return name.replace(";", ":")
+    label = task.comm.replace(" ", "_").replace(";", ":")
+    if opts.tid:
+        return f"{label}-{'?' if task.pid is None else task.pid}/{task.tid}"
+    if opts.pid:
+        return f"{label}-{'?' if task.pid is None else task.pid}"
+    return label
+
+
+def frame_label(frame: Frame, opts: NamingOptions, java: bool = False) -> str:
+    kind = frame.kind
+    if kind == THREAD:
+        return thread_label(frame.task, frame.name, opts)
+    name = frame.name
+    if ";" in name:
+        name = name.replace(";", ":")
+    if java and name.startswith("L") and "/" in name:
+        name = name[1:]
+    suffix = _SUFFIX.get(kind)
+    if suffix is not None and (kind == INLINE or (kind == KERNEL and opts.kernel)
+                               or (kind == JIT and opts.jit)) and not name.endswith(suffix):
+        return name + suffix
+    return name
+
+
+class Namer:
+    """frame_label with caches (a few thousand frames repeat millions of times)."""
+
+    def __init__(self, opts: NamingOptions):
+        self.opts = opts
+        self._cache: dict = {}
+
+    def label(self, frame: Frame, java: bool = False) -> str:
+        key = (frame, java)
+        s = self._cache.get(key)
+        if s is None:
+            s = self._cache[key] = frame_label(frame, self.opts, java)
+        return s
+
+    def stack(self, stack: tuple) -> tuple:
+        """Display names of a stack, root first."""
+        java = bool(stack) and _is_java(stack[0])
+        cache = self._cache
+        out = []
+        for f in stack:
+            key = (f, java)
+            s = cache.get(key)
+            if s is None:
+                s = cache[key] = frame_label(f, self.opts, java)
+            out.append(s)
+        return tuple(out)
+
+    def folded(self, stack: tuple) -> str:
+        return ";".join(self.stack(stack))
+
+
+def _is_java(root: Frame) -> bool:
+    return root.kind == THREAD and root.task is not None and root.task.comm == "java" \
+        and root.task.tid is not None
+
+
+def merge_by_label(samples: dict, namer: Namer) -> dict:
+    """stack of frames -> weight  =>  tuple of display names -> summed weight (frames
+    that print the same, e.g. two threads of one comm without --tid, merge)."""
+    out: dict = {}
+    get = out.get
+    for stack, w in samples.items():
+        key = namer.stack(stack)
+        out[key] = get(key, 0) + w
+    return out
