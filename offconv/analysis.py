@@ -19,21 +19,33 @@ from .options import ReportOptions
 from .units import ns_to_us
 
 
+UNWOKEN_LOCK = ("lock?", "futex, no wakeup seen")   # resolved by Analysis.finish
+
+
 class ThreadTotals:
     """Per-thread sums (ns) and the durations needed for exact percentiles: blocked
     durations are kept once, per cause (``blocked`` concatenates them)."""
 
     __slots__ = ("comm", "pid", "tid", "blocked_ns", "runq_ns", "runq_preempted_ns",
-                 "oncpu_ns", "switches", "inferred", "no_wakeup", "by_cause", "by_state",
-                 "runq", "cause_durations")
+                 "runq_idle_ns", "oncpu_ns", "unknown_ns", "unknown_by_cause", "switches",
+                 "inferred", "no_wakeup", "periods", "by_cause", "by_state", "runq",
+                 "cause_durations", "wakers", "runq_cont", "timed_lock_ns", "woken_lock_ns", "woken")
 
     def __init__(self, task):
         self.comm, self.pid, self.tid = task.comm, task.pid, task.tid
         self.blocked_ns = self.runq_ns = self.runq_preempted_ns = self.oncpu_ns = 0
-        self.switches = self.inferred = self.no_wakeup = 0
+        self.runq_idle_ns = 0             # run-queue time that ended at a switch from idle
+        self.unknown_ns = 0               # blocked-or-running, split unknown (Period.unknown_ns)
+        self.unknown_by_cause: dict = {}  # cause -> ns of that unknown time
+        self.switches = self.inferred = self.no_wakeup = self.periods = 0
+        self.wakers: dict = {}            # (cause, waker comm) -> ns
+        self.woken = 0                    # blocked periods ended by a wakeup seen
+        self.timed_lock_ns = 0            # futex waits ended by a timer
+        self.woken_lock_ns = 0            # futex waits ended by another task
         self.by_cause: dict = {}          # (cause, label) -> ns
         self.by_state: dict = {}          # state letter -> blocked ns
         self.runq = array("q")            # run-queue durations (preempted included)
+        self.runq_cont = array("q")       # those not ended by a switch from idle
         self.cause_durations: dict = {}   # cause -> array of blocked durations
 
     @property
@@ -44,6 +56,11 @@ class ThreadTotals:
     @property
     def offcpu_ns(self) -> int:
         return self.blocked_ns + self.runq_ns
+
+    @property
+    def runq_contention_ns(self) -> int:
+        """Run-queue time spent behind another runnable task (the capacity signal)."""
+        return self.runq_ns - self.runq_idle_ns
 
     @property
     def wall_ns(self) -> int:
@@ -63,6 +80,8 @@ class Analysis:
     threads_filtered: bool = False   # the user selected threads (-p/--filter-tid/--comm/--state)
     per_process: bool = False        # a `perf record -p` recording was detected
     classify: Classifier = field(default_factory=Classifier)
+    last_cause: dict = field(default_factory=dict)   # tid -> cause of its last wait
+    wakeup_events: int = 0
 
     def thread(self, task) -> ThreadTotals:
         key = task.tid
@@ -79,9 +98,30 @@ class Analysis:
                    runq: bool = True) -> None:
         """One off-CPU period: its blocked part (if any) and its run-queue part (if known)."""
         tt = self.thread(p.task)
+        tt.periods += 1
+        cause = None
+        if p.blocked:
+            waker = p.waker
+            cause = self.classify.period(p.stack, p.waker_stack,
+                                         self.last_cause.get(waker.tid) if waker else None)
+            if waker is None and cause[0] == "lock":
+                cause = UNWOKEN_LOCK
+            elif cause == ("poll/idle", "timed wait"):
+                tt.timed_lock_ns += p.blocked_ns
+            elif cause[0] == "lock":
+                tt.woken_lock_ns += p.blocked_ns
+            self.last_cause[p.task.tid] = cause
+            if p.unknown_ns:
+                tt.unknown_ns += p.unknown_ns
+                tt.unknown_by_cause[cause] = tt.unknown_by_cause.get(cause, 0) + p.unknown_ns
+        else:
+            self.last_cause[p.task.tid] = ("runq", "")
         if blocked and p.blocked:
             d = p.blocked_ns
-            cause = self.classify(p.stack)
+            if p.waker is not None:
+                tt.woken += 1
+                wk = (cause, p.waker.comm)
+                tt.wakers[wk] = tt.wakers.get(wk, 0) + d
             tt.blocked_ns += d
             tt.by_cause[cause] = tt.by_cause.get(cause, 0) + d
             tt.by_state[p.state] = tt.by_state.get(p.state, 0) + d
@@ -96,7 +136,36 @@ class Analysis:
             tt.runq.append(r)
             if p.preempted:
                 tt.runq_preempted_ns += r
+            if p.on_idle_cpu and not p.preempted:
+                tt.runq_idle_ns += r
+            else:
+                tt.runq_cont.append(r)
             self._stack("runq", key, process, r)
+
+    def finish(self) -> None:
+        """Decide what the lock waits with no wakeup seen were: a thread whose futex waits
+        that were seen ending mostly ended by a timer is in timed waits (idle-like); else
+        they are lock waits."""
+        for tt in self.threads.values():
+            ns = tt.by_cause.pop(UNWOKEN_LOCK, None)
+            if ns is None:
+                continue
+            timed = tt.timed_lock_ns > tt.woken_lock_ns
+            new = ("poll/idle", "timed wait (inferred)") if timed else ("lock", "futex")
+            tt.by_cause[new] = tt.by_cause.get(new, 0) + ns
+            # move the durations with them
+            arr = tt.cause_durations.pop("lock?", None)
+            if arr is not None:
+                dest = tt.cause_durations.setdefault(new[0], array("q"))
+                dest.extend(arr)
+            for key in [k for k in tt.wakers if k[0] == UNWOKEN_LOCK]:
+                tt.wakers[(new, key[1])] = tt.wakers.pop(key)
+            if tt.tid in self.last_cause and self.last_cause[tt.tid] == UNWOKEN_LOCK:
+                self.last_cause[tt.tid] = new
+            for cmap in (tt.unknown_by_cause,):
+                v = cmap.pop(UNWOKEN_LOCK, None)
+                if v is not None:
+                    cmap[new] = cmap.get(new, 0) + v
 
     def add_oncpu(self, iv) -> None:
         self.thread(iv.task).oncpu_ns += iv.end_ns - iv.start_ns
@@ -116,6 +185,9 @@ class Analysis:
                 tt.inferred += c.inferred
                 tt.no_wakeup += c.no_wakeup
         for k, v in stats.items():
+            if k == "wakeup_events":
+                self.wakeup_events += v
+                continue
             if k in ("threads", "first_ns", "last_ns", "per_process"):
                 continue
             self.dropped[k] = self.dropped.get(k, 0) + v
@@ -140,12 +212,13 @@ class Analysis:
 
 # -- the report data ----------------------------------------------------------------------
 
-def _thread_row(t: ThreadTotals) -> dict:
+def _thread_row(t: ThreadTotals, measured: bool = True) -> dict:
+    m = (lambda ns: ns_to_us(ns)) if measured else (lambda ns: None)
     return {"comm": t.comm, "pid": t.pid, "tid": t.tid,
-            "blocked_us": ns_to_us(t.blocked_ns), "runq_us": ns_to_us(t.runq_ns),
-            "runq_preempted_us": ns_to_us(t.runq_preempted_ns),
-            "oncpu_us": ns_to_us(t.oncpu_ns), "offcpu_us": ns_to_us(t.offcpu_ns),
-            "wall_us": ns_to_us(t.wall_ns), "switches": t.switches,
+            "blocked_us": ns_to_us(t.blocked_ns), "runq_us": m(t.runq_ns),
+            "runq_preempted_us": m(t.runq_preempted_ns),
+            "oncpu_us": m(t.oncpu_ns), "offcpu_us": m(t.offcpu_ns),
+            "wall_us": m(t.wall_ns), "switches": t.switches,
             "inferred_switch_in": t.inferred, "no_wakeup": t.no_wakeup,
             "blocked_by_state_us": {s: ns_to_us(ns) for s, ns in sorted(t.by_state.items())}}
 
@@ -160,11 +233,15 @@ def summarize(profile, ropts: ReportOptions, label) -> dict:
     ``label(stack) -> str`` names a stack (offconv.naming.Namer.folded)."""
     from .verdict import verdict
     an: Analysis = profile.analysis
+    an.finish()
     threads = sorted((t for t in an.threads.values()),
                      key=lambda t: (-t.offcpu_ns, t.tid))
     totals = {k: ns_to_us(sum(getattr(t, k + "_ns") for t in threads))
               for k in ("blocked", "runq", "runq_preempted", "oncpu", "offcpu")}
     totals = {k + "_us": v for k, v in totals.items()}
+    measured = not an.per_process   # perf record -p: run queue and on-CPU are not measured
+    if not measured:
+        totals.update(runq_us=None, runq_preempted_us=None, oncpu_us=None, offcpu_us=None)
     causes: dict = {}
     for t in threads:
         for (cause, _), ns in t.by_cause.items():
@@ -174,7 +251,7 @@ def summarize(profile, ropts: ReportOptions, label) -> dict:
         "verdict": verdict(an, ropts),
         "totals": totals,
         "span_us": ns_to_us((an.last_ns or 0) - (an.first_ns or 0)),
-        "threads": [_thread_row(t) for t in threads],
+        "threads": [_thread_row(t, measured) for t in threads],
         "latency": {"blocked": latency_stats(an.durations("blocked")),
                     "runq": latency_stats(an.durations("runq"))},
         "histograms": {"blocked_us": hists.get("blocked_us", []),

@@ -1,9 +1,18 @@
-"""Causes of blocked time, as data: which rule a switch-out stack matches.
+"""Causes of blocked time, as data, from both ends of a wait.
 
-A page-fault frame anywhere makes it ``paging``; otherwise the leaf-most kernel frame
-that is not scheduler plumbing (``__schedule``, ``schedule``, ``schedule_timeout``, ...)
-and matches a rule decides (a kworker idling in ``worker_thread`` is ``poll/idle``, one
-in ``io_schedule`` under ``worker_thread`` is ``disk``); nothing matched: ``other``.
+The blocking stack says what a thread waited in (``classify``): under a page fault, a
+swap-in or reclaim frame makes it ``paging`` (memory pressure) and a file read
+(``filemap_fault``, readahead, a folio wait) ``disk`` (a cold cache is I/O, not memory
+pressure); otherwise the leaf-most kernel frame that is not scheduler plumbing
+(``__schedule``, ``schedule``, ``schedule_timeout``, ...) and matches a rule of ``RULES``
+decides (a kworker idling in ``worker_thread`` is ``poll/idle``, one in ``io_schedule``
+under ``worker_thread`` is ``disk``); nothing matched: ``other``.
+
+The wake-up says what ended it (``refine``, rules in ``WAKER_RULES``): a lock wait (a
+futex) ended by a timer is a timed wait that nobody released -- idle-like, not a lock;
+one ended by a thread that was itself idle (waiting for work, a timed wait) just before
+it woke this one is waiting for work handed out by that thread. Otherwise a lock wait
+stays a lock wait and names its waker.
 """
 from __future__ import annotations
 
@@ -14,8 +23,15 @@ from .model import KERNEL
 CAUSES = ("disk", "lock", "network", "poll/idle", "child", "sleep", "paging", "other")
 IDLE_CAUSES = frozenset(("poll/idle", "child"))
 
-PAGING = r"page_fault|handle_mm_fault|^__do_fault$|^do_fault$|filemap_fault|" \
-         r"do_swap_page|handle_userfault|do_anonymous_page"
+FAULT = r"page_fault|handle_mm_fault|^__do_fault$|^do_fault$|handle_userfault"
+# under a fault, the first matching rule (anywhere in the kernel stack) decides
+FAULT_RULES = (
+    ("paging", "swap-in", r"do_swap_page|swapin|swap_read|read_swap_cache|shmem_swapin"),
+    ("paging", "reclaim", r"try_to_free|shrink_node|shrink_folio|reclaim|compact_zone|"
+     r"__alloc_pages_slowpath"),
+    ("disk", "page-fault read", r"filemap_fault|readahead|read_folio|readpage|folio_wait|"
+     r"wait_on_page|__lock_page|ext4_|xfs_|btrfs_|submit_bio|io_schedule"),
+)
 INFRA = r"^(__schedule|schedule|schedule_timeout|schedule_hrtimeout\w*|" \
         r"schedule_preempt_disabled|preempt_schedule\w*|_?_?cond_resched|" \
         r"freezable_schedule\w*|io_schedule_prepare|__traceiter\w*)$"
@@ -47,8 +63,18 @@ RULES = (
     ("sleep", "nanosleep", r"nanosleep|hrtimer_sleep|^msleep|^usleep|^ssleep"),
 )
 
-_PAGING = re.compile(PAGING)
+# (cause of the blocking stack, what the waker shows) -> (cause, label)
+TIMER_WAKER = r"^(hrtimer_wakeup|process_timeout|__hrtimer_run_queues|hrtimer_interrupt|" \
+              r"it_real_fn|posix_timer_fn|tick_sched_timer)$"
+WAKER_RULES = (
+    ("lock", "timer", "poll/idle", "timed wait"),       # a futex/lock timeout: nobody released it
+    ("lock", "idle-waker", "poll/idle", "waiting for work"),
+)
+
+_FAULT = re.compile(FAULT)
+_FAULT_RULES = [(c, label, re.compile(rx)) for c, label, rx in FAULT_RULES]
 _INFRA = re.compile(INFRA)
+_TIMER = re.compile(TIMER_WAKER)
 _COMPILED = [(c, label, re.compile(rx)) for c, label, rx in RULES]
 
 
@@ -57,9 +83,11 @@ def classify(stack: tuple) -> tuple[str, str]:
     kernel = [f.name.split(".", 1)[0] for f in stack if f.kind == KERNEL]
     if not kernel:
         return "other", ""
-    for name in kernel:
-        if _PAGING.search(name):
-            return "paging", "fault"
+    if any(_FAULT.search(name) for name in kernel):
+        for cause, label, rx in _FAULT_RULES:
+            if any(rx.search(name) for name in kernel):
+                return cause, label
+        return "paging", "fault"
     for name in reversed(kernel):
         if _INFRA.match(name):
             continue
@@ -69,14 +97,38 @@ def classify(stack: tuple) -> tuple[str, str]:
     return "other", ""
 
 
+def woken_by_timer(waker_stack: tuple) -> bool:
+    return any(f.kind == KERNEL and _TIMER.match(f.name.split(".", 1)[0]) for f in waker_stack)
+
+
+def refine(cause: tuple, waker_stack: tuple, waker_cause: tuple | None) -> tuple[str, str]:
+    """The cause of a wait from both ends: ``cause`` from its blocking stack, the waker's
+    stack, and ``waker_cause``, the cause of the waker's own last wait (None if unknown)."""
+    for base, signal, new_cause, label in WAKER_RULES:
+        if cause[0] != base:
+            continue
+        if signal == "timer" and woken_by_timer(waker_stack):
+            return new_cause, label
+        if signal == "idle-waker" and waker_cause is not None and waker_cause[0] == "poll/idle":
+            return new_cause, label
+    return cause
+
+
 class Classifier:
     """classify() with a cache keyed by the stack tuple."""
 
     def __init__(self):
         self._cache: dict = {}
+        self._timer: dict = {}
 
     def __call__(self, stack: tuple) -> tuple[str, str]:
         got = self._cache.get(stack)
         if got is None:
             got = self._cache[stack] = classify(stack)
         return got
+
+    def period(self, stack: tuple, waker_stack: tuple, waker_cause) -> tuple[str, str]:
+        cause = self(stack)
+        if cause[0] != "lock":
+            return cause
+        return refine(cause, waker_stack, waker_cause)

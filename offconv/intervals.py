@@ -31,6 +31,7 @@ Memory is per live thread and per CPU, plus that bounded detection prefix.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import chain, islice
 from typing import Iterable, Iterator, Optional
 
@@ -154,6 +155,7 @@ class _Machine:
         self.threads: dict = {}
         self.cpu_last: dict = {}     # cpu -> time of its previous sched_switch
         self.cpu_idle: dict = {}     # cpu -> its previous sched_switch went to the idle task
+        self.wakeups = 0
         self.last_ns: Optional[int] = None
         self.first_ns: Optional[int] = None
 
@@ -173,6 +175,7 @@ class _Machine:
             self.cpu_last[ev.cpu] = t
             self.cpu_idle[ev.cpu] = ev.next is not None and ev.next.tid == 0
         elif ev.kind == WAKE:
+            self.wakeups += 1
             yield from self._wakeup(ev, t)
         elif ev.kind == EXIT:
             self._exit(ev)
@@ -214,7 +217,13 @@ class _Machine:
         if st.task.tid:
             _thread_counts(self.stats, st.task.tid).inferred += 1
         tin = max(tin, st.start)
-        yield st.period(tin, inferred=True, idle=self.cpu_idle.get(cpu, False))
+        idle = self.cpu_idle.get(cpu, False)
+        p = st.period(tin, inferred=True, idle=idle)
+        if idle and tin == st.start:
+            # the CPU went idle at its switch-out and nothing ran there until it was
+            # switched out again: it came back from idle at an unknown time
+            p = replace(p, unknown_ns=t - tin)
+        yield p
         yield OnCpu(st.task, tin, t)
 
     def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> Iterator:
@@ -292,5 +301,6 @@ class _Machine:
             else:
                 yield st.period(end)
         self.threads.clear()
+        self.stats["wakeup_events"] = self.wakeups
         self.stats["first_ns"] = self.first_ns
         self.stats["last_ns"] = self.last_ns

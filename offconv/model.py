@@ -197,7 +197,10 @@ class Period:
     ``waker_stack`` are who woke it. ``inferred``: the switch-in was not recorded and the
     previous sched_switch on that CPU was taken (as ``perf sched timehist`` does);
     ``on_idle_cpu``: the switch-in came from the idle task (its run-queue part is the
-    wake-up of an idle CPU, not a wait behind another task)."""
+    wake-up of an idle CPU, not a wait behind another task). ``unknown_ns``: after an
+    inferred switch-in from an idle CPU (nothing else ran there), the time until the
+    thread's next switch-out, which it spent blocked or running in an unknown split
+    (timehist counts it as run time; offconv too, and reports the uncertainty)."""
 
     task: Task
     state: str
@@ -209,6 +212,7 @@ class Period:
     waker_stack: Stack = ()
     inferred: bool = False
     on_idle_cpu: bool = False
+    unknown_ns: int = 0
 
     @property
     def preempted(self) -> bool:

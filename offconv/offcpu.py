@@ -196,6 +196,7 @@ class _Builder:
             if us:
                 samples[key] = us
         an = self.analysis
+        an.finish()
         prof = Profile(unit="us", mode=self.mode, samples=samples, analysis=an,
                        dropped=dict(sorted(an.dropped.items())))
         prof.histograms = [

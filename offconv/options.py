@@ -83,8 +83,8 @@ class ReportOptions:
     blocked_p99_long_us: int = 10_000     # blocked p99 above this on the request path
     blocked_share_long: float = 0.20      # or blocked > 20% of a thread's wall time
     material_share: float = 0.25          # a long p99 counts when its share is this part of *_share_long
-    significant_wall: float = 0.25        # threads observed at least this part of the longest
-    significant_switches: float = 0.10    # and switched out this part as often as the busiest
+    workload_share: float = 0.05          # a comm group is workload with this share of the busy time
+    core_share: float = 0.80              # the verdict weighs the groups holding this much latency time
     top: int = 10
 
 

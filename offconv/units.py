@@ -7,8 +7,11 @@ def ns_to_us(ns: int) -> int:
     return (ns + 500) // 1000
 
 
-def human_us(us: float) -> str:
-    """A duration in the unit that reads best: 850 µs, 50.3 ms, 2.26 s."""
+def human_us(us) -> str:
+    """A duration in the unit that reads best: 850 µs, 50.3 ms, 2.26 s ('-' for None: a
+    quantity the recording cannot measure)."""
+    if us is None:
+        return "-"
     sign = "-" if us < 0 else ""
     us = abs(us)
     if us < 1000:

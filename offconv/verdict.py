@@ -1,174 +1,333 @@
 """The verdict: the decision matrix of DESIGN.md (capacity / waiting / both / on-cpu),
 decided (``decide``) apart from its wording (``explain``).
 
-It looks at the *significant* threads (not idle, observed for at least a fraction of the
-longest-observed thread's time). A tail is **long** when its share of some significant
-thread's wall time (on-CPU + run-queue + blocked) reaches ``*_share_long``, or when its
-p99 reaches ``*_p99_long_us`` and its share is material. Blocked time counts only
-latency causes: ``poll/idle`` and ``child`` waits are left out unless the user selected
-threads (``-p``, ``--filter-tid``, ``--comm``, ``--state``).
+Scope (``scope``): the verdict is about a workload. With a thread selection (``-p``,
+``--filter-tid``, ``--comm``, ``--state``) it is the selected threads. Otherwise threads
+are grouped by comm, and the workload is the groups whose *busy* time -- on-CPU time plus
+latency-relevant waits (blocked in a latency cause, run-queue time behind another task)
+-- is at least ``workload_share`` of all busy time. Every thread left out is listed with
+why: the idle task, the recorder itself, only idle waits (poll/epoll, timed waits,
+waiting for work, waits for children), or a small share. Nothing is dropped silently.
+
+Decision on the pooled time of the workload's core (the comm groups, largest first, that
+hold ``core_share`` of its latency-relevant time, so a background group that happens to
+be busy does not decide): a tail is **long** when its share of the
+workload's wall time reaches ``*_share_long``, or when its p99 reaches ``*_p99_long_us``
+and its share is a material part (``material_share``) of that. The run-queue signal is
+the time behind another runnable task; the wake-up latency of an idle CPU is reported
+apart (adding cores does not shorten it). A thread whose switch-ins were not recorded
+(switch-in from an idle CPU inferred) has time that was blocked or running in an unknown
+split: when counting it as blocked would make the blocked tail long, the answer says so
+and is marked uncertain. A ``perf record -p`` recording cannot measure run-queue time:
+capacity is undecided and the reason says so.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from itertools import chain
+import re
+from dataclasses import dataclass, field
 from typing import Optional
 
 from .causes import IDLE_CAUSES
 from .latency import percentile
 from .options import ReportOptions
-from .units import human_us, ns_to_us
+from .units import human_us, ns_to_us, plural
+
+TRACER = re.compile(r"^(perf|perf-exec|bpftrace|offconv)$")
+
+
+@dataclass
+class Scope:
+    threads: list                          # ThreadTotals of the workload
+    groups: list                           # (comm, [ThreadTotals], busy_ns), largest first
+    left_out: list = field(default_factory=list)   # (comm, tid, reason)
+    selected: bool = False                 # the user selected the threads
+    core: list = field(default_factory=list)       # the threads the decision weighs
 
 
 @dataclass(frozen=True)
 class Decision:
     answer: str
-    runq_long: bool
+    runq_long: Optional[bool]              # None: not measurable (perf record -p)
     blocked_long: bool
-    runq_p99_us: int
-    blocked_p99_us: int
-    runq_top: Optional[object]        # ThreadTotals with the largest run-queue share
-    runq_share: float
-    blocked_top: Optional[object]     # the thread the blocked sentence is about
-    blocked_cause: Optional[tuple]    # its largest latency cause (cause, label)
+    uncertain: bool
+    runq_share: Optional[float]
     blocked_share: float
-    considered: tuple                 # ThreadTotals considered
+    runq_p99_us: Optional[int]
+    blocked_p99_us: int
+    idle_wakeup_us: int
+    cause: Optional[tuple]                 # (cause, label) with the most latency time
+    cause_thread: Optional[object]         # the workload thread with most of that cause
+    cause_share: float                     # that cause's share of that thread's wall time
+    cause_p99_us: int
+    waker: Optional[str]                   # who ended most of those waits
+    runq_thread: Optional[object]
+    scope: Scope
     idle_counted: bool
 
 
-def _latency_blocked(tt, idle_counted: bool) -> int:
-    return sum(ns for (cause, _), ns in tt.by_cause.items()
-               if idle_counted or cause not in IDLE_CAUSES)
+def _latency(cause: tuple, idle_counted: bool) -> bool:
+    return idle_counted or cause[0] not in IDLE_CAUSES
 
 
-def significant_threads(an, ropts: ReportOptions) -> list:
-    """The threads the verdict looks at: not idle; observed for at least a fraction of
-    the longest-observed thread's time and switched out a fraction as often as the
-    busiest; and fully recorded -- fewer than half of their off-CPU periods lack the
-    wakeup or the switch-in."""
-    threads = [t for t in an.threads.values()
-               if t.tid != 0 and t.wall_ns > 0 and 2 * (t.no_wakeup + t.inferred) < t.switches]
-    if not threads:
-        return []
-    longest = max(t.wall_ns for t in threads)
-    most = max(t.switches for t in threads)
-    return sorted((t for t in threads if t.wall_ns >= ropts.significant_wall * longest
-                   and t.switches >= ropts.significant_switches * most),
-                  key=lambda t: t.tid)
+def busy_ns(t, idle_counted: bool) -> int:
+    lat = sum(ns for c, ns in t.by_cause.items() if _latency(c, idle_counted))
+    unknown = sum(ns for c, ns in t.unknown_by_cause.items() if _latency(c, idle_counted))
+    return t.oncpu_ns - t.unknown_ns + lat + t.runq_contention_ns + unknown
+
+
+def _single_sleep(t) -> bool:
+    """A process that only sleeps, once: a pause or the recording window, not a workload
+    (a workload that runs sleeps again and again has more than two of them)."""
+    sleep = sum(ns for c, ns in t.by_cause.items() if c[0] == "sleep")
+    return len(t.cause_durations.get("sleep", ())) <= 2 and sleep >= 0.5 * t.wall_ns
+
+
+def scope(an, ropts: ReportOptions) -> Scope:
+    idle_counted = an.threads_filtered
+    left, kept = [], []
+    for t in sorted(an.threads.values(), key=lambda x: (str(x.tid), x.comm)):
+        if t.tid == 0 or isinstance(t.tid, tuple):
+            continue                         # the idle task: never a workload
+        if not an.threads_filtered and TRACER.match(t.comm):
+            left.append((t.comm, t.tid, "the recorder itself"))
+        elif t.wall_ns == 0:
+            left.append((t.comm, t.tid, "no time observed (too few events)"))
+        elif an.wakeup_events and not an.per_process and t.woken == 0 and t.no_wakeup >= 2:
+            left.append((t.comm, t.tid, "never seen woken (outside the recording's filter?)"))
+        elif not an.threads_filtered and busy_ns(t, False) == 0:
+            left.append((t.comm, t.tid, "idle waits only (poll/epoll, timed waits, waiting "
+                                        "for work, child processes)"))
+        else:
+            kept.append(t)
+    if any(r.startswith("never seen woken") for _, _, r in left):
+        # the recording was filtered in the kernel: threads seen only in passing are the
+        # workload's switch partners, not the workload
+        rare = [t for t in kept if t.switches <= 8 and t.wall_ns >= 500_000_000]
+        for t in rare:
+            left.append((t.comm, t.tid, f"rarely seen ({plural(t.switches, 'switch', 'switches')} "
+                                        "in a filtered recording: a switch partner)"))
+        kept = [t for t in kept if t not in rare]
+    groups: dict = {}
+    for t in kept:
+        groups.setdefault(t.comm, []).append(t)
+    if not an.threads_filtered:
+        for comm in list(groups):
+            ts = groups[comm]
+            if len(ts) <= 2 and all(_single_sleep(t) for t in ts):
+                del groups[comm]
+                left.extend((t.comm, t.tid, "a sleep command (one sleep, e.g. the recording "
+                                            "window's `sleep N`)") for t in ts)
+        kept = [t for ts in groups.values() for t in ts]
+    rows = sorted(((c, ts, sum(busy_ns(t, idle_counted) for t in ts)) for c, ts in groups.items()),
+                  key=lambda g: (-g[2], g[0]))
+    if an.threads_filtered:
+        return Scope(kept, rows, left, selected=True)
+    total = sum(g[2] for g in rows)
+    work = []
+    for comm, ts, busy in rows:
+        if total and busy >= ropts.workload_share * total:
+            work.append((comm, ts, busy))
+        else:
+            share = busy / total if total else 0.0
+            left.extend((t.comm, t.tid, f"small: {share:.1%} of the busy time") for t in ts)
+    return Scope([t for _, ts, _ in work for t in ts], work, left)
+
+
+def latency_ns(t, idle_counted: bool) -> int:
+    """Latency-relevant time: waits in latency causes and run-queue time behind others."""
+    return busy_ns(t, idle_counted) - t.oncpu_ns
+
+
+def core(sc: Scope, idle_counted: bool, share: float) -> list:
+    """The workload's core: the comm groups, largest latency-relevant time first, that
+    together hold ``share`` of it (all groups when none has any)."""
+    rows = sorted(((sum(latency_ns(t, idle_counted) for t in ts), comm, ts)
+                   for comm, ts, _ in sc.groups), key=lambda r: (-r[0], r[1]))
+    total = sum(r[0] for r in rows)
+    if not total:
+        return sc.threads
+    out, acc = [], 0
+    for lat, _, ts in rows:
+        if acc >= share * total:
+            break
+        out.extend(ts)
+        acc += lat
+    return out
 
 
 def decide(an, ropts: ReportOptions) -> Decision:
+    an.finish()
     idle_counted = an.threads_filtered
-    sig = significant_threads(an, ropts)
-    runq = sorted(chain.from_iterable(t.runq for t in sig))
-    blocked = sorted(chain.from_iterable(
-        arr for t in sig for cause, arr in t.cause_durations.items()
-        if idle_counted or cause not in IDLE_CAUSES))
-    runq_p99 = ns_to_us(percentile(runq, 99) or 0)
+    sc = scope(an, ropts)
+    ts = core(sc, idle_counted, ropts.core_share)
+    sc.core = ts
+    wall = sum(t.wall_ns for t in ts)
+    by_cause: dict = {}
+    unknown: dict = {}
+    for t in ts:
+        for c, ns in t.by_cause.items():
+            if _latency(c, idle_counted):
+                by_cause[c] = by_cause.get(c, 0) + ns
+        for c, ns in t.unknown_by_cause.items():
+            if _latency(c, idle_counted):
+                unknown[c] = unknown.get(c, 0) + ns
+    blocked_ns = sum(by_cause.values())
+    blocked_share = blocked_ns / wall if wall else 0.0
+    blocked = sorted(d for t in ts for c, arr in t.cause_durations.items()
+                     if idle_counted or c not in IDLE_CAUSES for d in arr)
     blocked_p99 = ns_to_us(percentile(blocked, 99) or 0)
-    runq_top = max(sig, key=lambda t: (t.runq_ns / t.wall_ns, -t.tid), default=None)
-    runq_share = runq_top.runq_ns / runq_top.wall_ns if runq_top else 0.0
-    blk_top, blk_cause, blk_share = _top_blocked(sig, idle_counted, ropts)
     m = ropts.material_share
-    runq_long = (runq_p99 >= ropts.runq_p99_long_us and runq_share >= ropts.runq_share_long * m) \
-        or runq_share >= ropts.runq_share_long
-    blocked_long = (blocked_p99 >= ropts.blocked_p99_long_us
-                    and blk_share >= ropts.blocked_share_long * m) \
-        or blk_share >= ropts.blocked_share_long
-    answer = {(True, True): "both", (False, True): "waiting", (True, False): "capacity",
-              (False, False): "on-cpu"}[(runq_long, blocked_long)]
-    return Decision(answer, runq_long, blocked_long, runq_p99, blocked_p99, runq_top,
-                    runq_share, blk_top, blk_cause, blk_share, tuple(sig), idle_counted)
-
-
-def _top_blocked(sig: list, idle_counted: bool, ropts: ReportOptions):
-    """(thread, its largest latency cause, the largest latency-blocked share of any
-    significant thread). The thread named is the busiest on CPU among those whose
-    blocked share is material -- the request path -- not a helper that only sleeps."""
-    shares = {t.tid: _latency_blocked(t, idle_counted) / t.wall_ns for t in sig}
-    if not sig or max(shares.values()) == 0:
-        return None, None, 0.0
-    material = [t for t in sig
-                if shares[t.tid] >= ropts.blocked_share_long * ropts.material_share] or sig
-    t = max(material, key=lambda x: (x.oncpu_ns, shares[x.tid], -x.tid))
-    causes = {k: ns for k, ns in t.by_cause.items() if idle_counted or k[0] not in IDLE_CAUSES}
-    if not causes:
-        return None, None, max(shares.values())
-    top = max(sorted(causes), key=lambda k: causes[k])
-    return t, top, max(shares.values())
+    blocked_long = blocked_share >= ropts.blocked_share_long or (
+        blocked_p99 >= ropts.blocked_p99_long_us and blocked_share >= ropts.blocked_share_long * m)
+    uncertain = False
+    if not blocked_long and wall and (blocked_ns + sum(unknown.values())) / wall \
+            >= ropts.blocked_share_long:
+        blocked_long = uncertain = True
+    idle_wakeup = sum(t.runq_idle_ns for t in ts)
+    if an.per_process:
+        runq_long = runq_share = runq_p99 = None
+        runq_thread = None
+    else:
+        cont = sum(t.runq_contention_ns for t in ts)
+        runq_share = cont / wall if wall else 0.0
+        runq_p99 = ns_to_us(percentile(sorted(d for t in ts for d in t.runq_cont), 99) or 0)
+        runq_long = runq_share >= ropts.runq_share_long or (
+            runq_p99 >= ropts.runq_p99_long_us and runq_share >= ropts.runq_share_long * m)
+        runq_thread = max(ts, key=lambda t: (t.runq_contention_ns, -t.tid), default=None)
+    weights = {c: by_cause.get(c, 0) + (unknown.get(c, 0) if uncertain else 0)
+               for c in set(by_cause) | set(unknown)}
+    cause = max(sorted(weights), key=lambda c: weights[c]) if weights and max(weights.values()) else None
+    cause_thread, cause_share, cause_p99, waker = None, 0.0, 0, None
+    if cause is not None:
+        def of(t):
+            return t.by_cause.get(cause, 0) + (t.unknown_by_cause.get(cause, 0) if uncertain else 0)
+        cause_thread = max(ts, key=lambda t: (of(t), -t.tid))
+        cause_share = of(cause_thread) / cause_thread.wall_ns if cause_thread.wall_ns else 0.0
+        arr = sorted(cause_thread.cause_durations.get(cause[0], ()))
+        cause_p99 = ns_to_us(percentile(arr, 99) or 0)
+        wk = {w: ns for (c, w), ns in cause_thread.wakers.items() if c == cause}
+        waker = max(sorted(wk), key=lambda w: wk[w]) if wk else None
+    if runq_long is None:
+        answer = "waiting" if blocked_long else "on-cpu"
+    else:
+        answer = {(True, True): "both", (False, True): "waiting", (True, False): "capacity",
+                  (False, False): "on-cpu"}[(runq_long, blocked_long)]
+    return Decision(answer, runq_long, blocked_long, uncertain, runq_share, blocked_share,
+                    runq_p99, blocked_p99, ns_to_us(idle_wakeup), cause, cause_thread,
+                    cause_share, cause_p99, waker, runq_thread, sc, idle_counted)
 
 
 # -- wording ------------------------------------------------------------------------------
 
-FIX = {"lock": "fix the lock", "disk": "fix the I/O path", "network": "fix the network path",
-       "sleep": "remove the sleep", "paging": "fix the memory pressure",
+FIX = {"lock": "fix the lock (shorten what the holder does while holding it)",
+       "disk": "fix the I/O path (fewer or smaller syncs, async I/O, a faster device)",
+       "network": "fix the network path or the slow dependency behind it",
+       "sleep": "remove or shorten the sleep", "paging": "relieve the memory pressure",
        "poll/idle": "find what it waits for", "child": "look at the child processes",
-       "other": "fix what it waits for"}
+       "other": "read the blocked stacks to see what it waits for"}
 CAUSE_TEXT = {"disk": "disk waits", "lock": "lock waits", "network": "network waits",
               "poll/idle": "idle waits", "child": "waits for child processes",
-              "sleep": "sleeps", "paging": "page-fault waits", "other": "other blocked waits"}
+              "sleep": "sleeps", "paging": "page-fault waits (memory pressure)",
+              "other": "other blocked waits"}
 
 
-def _cause_text(cause: str, label: str) -> str:
+def cause_text(cause: str, label: str) -> str:
     name = CAUSE_TEXT[cause]
     return f"{name} ({label})" if label else name
 
 
+def _who(t) -> str:
+    return f"{t.comm} (tid {t.tid})"
+
+
 def _blocked_text(d: Decision) -> str:
-    t, cause = d.blocked_top, d.blocked_cause
+    t = d.cause_thread
     if t is None:
-        return f"blocked p99 {human_us(d.blocked_p99_us)}"
-    part = t.by_cause[cause] / t.wall_ns
-    arr = sorted(t.cause_durations.get(cause[0], ()))
-    cp99 = ns_to_us(percentile(arr, 99) or 0)
-    return (f"{_cause_text(*cause)} are {part:.0%} of {t.comm}'s wall time, p99 {human_us(cp99)} "
-            f"(blocked p99 {human_us(d.blocked_p99_us)})")
+        return f"blocked time is {d.blocked_share:.0%} of the workload's wall time"
+    woke = f", woken by {d.waker}" if d.waker and d.waker != t.comm else ""
+    unc = ""
+    if d.uncertain:
+        unc = (f" (uncertain: {t.inferred} of {t.switches} switch-ins of {t.comm} were not "
+               "recorded; counted as blocked, its time between switch-outs)")
+    return (f"{_who(t)} spends {d.cause_share:.0%} of its wall time in {cause_text(*d.cause)}, "
+            f"p99 {human_us(d.cause_p99_us)}{woke}{unc}")
 
 
-def _runq_text(d: Decision, ropts: ReportOptions) -> str:
-    t = d.runq_top
-    if t is None:
-        return f"run-queue p99 {human_us(d.runq_p99_us)}"
-    sig = d.considered
-    n = sum(1 for x in sig if x.runq_ns >= ropts.runq_share_long * x.wall_ns)
-    many = f" ({n} of {len(sig)} threads above {ropts.runq_share_long:.0%})" if n > 1 else ""
-    return (f"run-queue waits are {d.runq_share:.0%} of {t.comm}'s wall time{many}, "
-            f"run-queue p99 {human_us(d.runq_p99_us)}")
+def _runq_text(d: Decision) -> str:
+    if d.runq_long is None:
+        return "run-queue and on-CPU time are not measured in a `perf record -p` recording"
+    idle = f"; idle-CPU wake-up {human_us(d.idle_wakeup_us)} apart" if d.idle_wakeup_us >= 1000 else ""
+    if d.runq_long and d.runq_thread is not None:
+        t = d.runq_thread
+        return (f"run-queue waits behind other tasks are {d.runq_share:.0%} of the workload's "
+                f"wall time, p99 {human_us(d.runq_p99_us)} (most: {_who(t)} "
+                f"{human_us(ns_to_us(t.runq_contention_ns))}){idle}")
+    return (f"run queue {d.runq_share:.0%}, p99 {human_us(d.runq_p99_us)}{idle}")
 
 
 def explain(d: Decision, ropts: ReportOptions) -> str:
-    runq_text, blk_text = _runq_text(d, ropts), _blocked_text(d)
+    if not d.scope.threads:
+        return "no workload thread was measured: nothing to say about waiting."
+    runq, blk = _runq_text(d), _blocked_text(d)
+    fix = FIX.get(d.cause[0] if d.cause else "other")
     if d.answer == "both":
-        return (f"{blk_text}; and {runq_text}: both the blocking path and CPU capacity "
-                "cost time; fix the blocking path first, then add capacity.")
+        return (f"{blk}; and {runq}: both cost time; {fix} first, then add capacity "
+                "(cores, fewer jobs at once, priorities).")
     if d.answer == "waiting":
-        fix = FIX.get(d.blocked_cause[0] if d.blocked_cause else "other", "fix what it waits for")
-        return (f"{blk_text}; run-queue p99 {human_us(d.runq_p99_us)}: {fix}, adding cores "
-                "will not help.")
+        tail = ("" if d.runq_long is None else ", adding cores will not help")
+        return f"{blk}; {runq}: {fix}{tail}."
     if d.answer == "capacity":
-        return (f"{runq_text}; blocked p99 {human_us(d.blocked_p99_us)}"
-                f"{'' if d.idle_counted else ' (idle waits excluded)'}: the threads are runnable "
-                "but wait for a CPU: add cores, run fewer jobs at once or change priorities; "
-                "the blocking paths are not the problem.")
-    if not d.considered:
-        return "no off-CPU intervals were measured: nothing to say about waiting."
-    return (f"run-queue p99 {human_us(d.runq_p99_us)} and blocked p99 "
-            f"{human_us(d.blocked_p99_us)} are short: the time is spent on CPU; profile "
-            "on-CPU (perf record -F 99 -g).")
+        return (f"{runq}; blocked {d.blocked_share:.0%}: the threads are runnable but wait "
+                "for a CPU: add cores, run fewer jobs at once or change priorities; the "
+                "blocking paths are not the problem.")
+    if d.runq_long is None:
+        return (f"blocked {d.blocked_share:.0%} of the workload's wall time, p99 "
+                f"{human_us(d.blocked_p99_us)}; {runq}: record system-wide to decide "
+                "between capacity and on-CPU.")
+    return (f"{runq}; blocked {d.blocked_share:.0%}, p99 {human_us(d.blocked_p99_us)}: the "
+            "waits are short; the time is spent on CPU (or idle): profile on-CPU "
+            "(perf record -F 99 -g).")
 
 
 def verdict(an, ropts: ReportOptions) -> dict:
-    """The decision with its reason and numbers, as report data."""
+    """The decision with its reason, scope and numbers, as report data."""
     d = decide(an, ropts)
+    sc = d.scope
     return {
         "answer": d.answer, "reason": explain(d, ropts),
+        "uncertain": d.uncertain,
         "runq_long": d.runq_long, "blocked_long": d.blocked_long,
+        "runq_share": None if d.runq_share is None else round(d.runq_share, 4),
+        "blocked_share": round(d.blocked_share, 4),
         "runq_p99_us": d.runq_p99_us, "blocked_p99_us": d.blocked_p99_us,
-        "runq_share_max": round(d.runq_share, 4), "blocked_share_max": round(d.blocked_share, 4),
+        "idle_wakeup_us": d.idle_wakeup_us,
+        "cause": None if d.cause is None else {
+            "cause": d.cause[0], "label": d.cause[1],
+            "comm": d.cause_thread.comm, "tid": d.cause_thread.tid,
+            "share_of_thread": round(d.cause_share, 4), "p99_us": d.cause_p99_us,
+            "woken_by": d.waker, "next_step": FIX.get(d.cause[0])},
         "idle_waits_counted": d.idle_counted,
-        "threads_considered": [t.tid for t in d.considered],
+        "workload": [{"comm": c, "tids": sorted(t.tid for t in ts), "busy_us": ns_to_us(b)}
+                     for c, ts, b in sc.groups],
+        "threads_considered": sorted(t.tid for t in sc.core),
+        "left_out": [{"comm": c, "tid": tid, "reason": r} for c, tid, r in sc.left_out],
         "thresholds": {"runq_p99_long_us": ropts.runq_p99_long_us,
                        "runq_share_long": ropts.runq_share_long,
                        "blocked_p99_long_us": ropts.blocked_p99_long_us,
-                       "blocked_share_long": ropts.blocked_share_long},
+                       "blocked_share_long": ropts.blocked_share_long,
+                       "workload_share": ropts.workload_share},
     }
+
+
+def scope_text(v: dict) -> str:
+    """One line: the workload and what was left out, by reason."""
+    work = ", ".join(f"{w['comm']} ({plural(len(w['tids']), 'thread')})" for w in v["workload"][:6])
+    more = len(v["workload"]) - 6
+    if more > 0:
+        work += f" and {more} more"
+    reasons: dict = {}
+    for x in v["left_out"]:
+        key = x["reason"].split(":")[0]
+        reasons[key] = reasons.get(key, 0) + 1
+    left = "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    return f"workload: {work or 'none'}" + (f"; left out: {left}" if left else "")

@@ -26,7 +26,13 @@ def k(*names):
 @pytest.mark.parametrize("stack,cause", [
     (k("do_syscall_64", "__x64_sys_futex", "futex_wait", "futex_do_wait", "schedule", "__schedule"), "lock"),
     (k("do_fsync", "ext4_sync_file", "folio_wait_bit", "io_schedule", "schedule"), "disk"),
-    (k("asm_exc_page_fault", "filemap_fault", "folio_wait_bit_common", "io_schedule", "schedule"), "paging"),
+    # a file-backed fault reads the file: I/O on the read path (cold cache), not memory pressure
+    (k("asm_exc_page_fault", "filemap_fault", "folio_wait_bit_common", "io_schedule", "schedule"), "disk"),
+    # a swap-in, or reclaim under the fault: memory pressure
+    (k("asm_exc_page_fault", "handle_mm_fault", "do_swap_page", "__folio_lock_or_retry",
+       "folio_wait_bit_common", "io_schedule", "schedule"), "paging"),
+    (k("asm_exc_page_fault", "handle_mm_fault", "do_swap_page", "swapin_readahead",
+       "try_to_free_mem_cgroup_pages", "shrink_node", "__cond_resched", "__schedule"), "paging"),
     (k("kthread", "worker_thread", "schedule", "__schedule"), "poll/idle"),
     (k("kthread", "worker_thread", "process_one_work", "submit_bio_wait", "io_schedule", "schedule"), "disk"),
     (k("do_epoll_wait", "ep_poll", "schedule_hrtimeout_range_clock", "schedule"), "poll/idle"),
@@ -178,4 +184,5 @@ def test_summary_is_deterministic_and_complete():
                     Options())
     assert s["latency"]["blocked"]["p99_us"] == 50_000
     assert s["causes"] == [{"cause": "lock", "blocked_us": 1_000_000, "idle": False}]
-    assert s["verdict"]["reason"].startswith("lock waits (futex) are 56% of svc's wall time, p99 50.0 ms")
+    assert s["verdict"]["reason"].startswith("svc (tid 1) spends 56% of its wall time in lock waits "
+                                             "(futex), p99 50.0 ms")

@@ -112,7 +112,8 @@ def test_victim_is_waiting(name):
 
 def test_victim_reason_names_the_lock_and_the_numbers():
     reason = verdict("victim_a_1")["reason"]
-    assert reason.startswith("lock waits (futex) are 81% of victim-main's wall time, p99 50.3 ms")
+    assert reason.startswith("victim-main (tid 19944) spends 81% of its wall time in lock waits "
+                             "(futex), p99 50.3 ms, woken by lockholder")
     assert "adding cores will not help" in reason
 
 
@@ -124,7 +125,7 @@ def test_contention_is_capacity():
 def test_contention_filtered_to_cpuhog_is_capacity():
     v = verdict("contention_a_1", comm="cpuhog")
     assert v["answer"] == "capacity", v["reason"]
-    assert "8 of 8 threads" in v["reason"]
+    assert [(w["comm"], len(w["tids"])) for w in v["workload"]] == [("cpuhog", 8)]
 
 
 def test_cpuhogs_wait_in_the_run_queue_after_preemption():

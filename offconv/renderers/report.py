@@ -8,6 +8,7 @@ from typing import TextIO
 from ..analysis import report_data
 from ..format_types import OutputFormat
 from ..units import human_us
+from ..verdict import scope_text
 
 MAX_THREADS = 20
 STACK_FRAMES = 6
@@ -38,13 +39,13 @@ def render(profile, out: TextIO, opts=None) -> None:
     d = report_data(profile, opts)
     v = d["verdict"]
     w = out.write
-    w(f"Verdict: {v['answer']}\n  {v['reason']}\n")
+    w(f"Verdict: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
     th = v["thresholds"]
-    w(f"  (long = run-queue p99 >= {human_us(th['runq_p99_long_us'])} or >= "
-      f"{th['runq_share_long']:.0%} of a thread's wall time; blocked p99 >= "
-      f"{human_us(th['blocked_p99_long_us'])} or >= {th['blocked_share_long']:.0%}; "
-      f"{len(v['threads_considered'])} threads considered"
-      f"{'' if v['idle_waits_counted'] else ', idle and child waits excluded'})\n")
+    w(f"  ({scope_text(v)})\n")
+    w(f"  (long = run-queue behind other tasks >= {th['runq_share_long']:.0%} of the workload's "
+      f"wall time, or p99 >= {human_us(th['runq_p99_long_us'])}; blocked >= "
+      f"{th['blocked_share_long']:.0%} or p99 >= {human_us(th['blocked_p99_long_us'])}"
+      f"{'' if v['idle_waits_counted'] else '; idle, timed and child waits excluded'})\n")
     if d["per_process_recording"]:
         w("  NOTE: a `perf record -p` recording: durations need a system-wide recording.\n")
     t = d["totals"]
