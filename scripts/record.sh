@@ -17,6 +17,7 @@ MAX_WINDOW=60                                   # seconds; more needs --force
 WARN_MB=${OFFCONV_RECORD_WARN_MB:-256}          # warn when perf.data grows past this
 MAX_MB=${OFFCONV_RECORD_MAX_MB:-1024}           # perf record --max-size: hard stop
 BT_MAP_KEYS=${OFFCONV_RECORD_MAP_KEYS:-65536}   # BPFTRACE_MAP_KEYS_MAX
+MMAP=${OFFCONV_RECORD_MMAP:-}                   # perf record -m (default: sized for the window)
 MARKER="offconv-record: attached"               # printed by the bpftrace program's BEGIN, removed from OUT
 
 usage() {
@@ -80,8 +81,9 @@ program stops itself with an interval probe. OUT holds:
   @blocked_us_by_stack[kstack, comm]  sum of blocked us per kernel stack at switch-out
 
 Environment: OFFCONV_RECORD_WARN_MB (perf.data warning, default 256),
-OFFCONV_RECORD_MAX_MB (perf --max-size, default 1024), OFFCONV_RECORD_MAP_KEYS
-(bpftrace map size, default 65536).
+OFFCONV_RECORD_MAX_MB (perf --max-size, default 1024), OFFCONV_RECORD_MMAP (perf
+-m per-CPU ring buffer; default 4M for windows up to 5 s, 8M up to 20 s, else 16M),
+OFFCONV_RECORD_MAP_KEYS (bpftrace map size, default 65536).
 
 Exit: 0 recorded (or --check: possible), 1 recording impossible or failed,
 2 usage error, 130 interrupted (OUT is still written when the tracer stopped
@@ -405,6 +407,7 @@ record_perf() {
   local data="$tmpd/perf.data" mmap ceil="" seeds="" sw="" wk="" wn="" lastpid pidmax
   local -a tids=() rng=() fargs=()
   if [ "$dur_us" -le 5000000 ]; then mmap=4M; elif [ "$dur_us" -le 20000000 ]; then mmap=8M; else mmap=16M; fi
+  [ -n "$MMAP" ] && mmap=$MMAP
   lastpid=$(cat /proc/sys/kernel/ns_last_pid 2>/dev/null || echo 0)
   pidmax=$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 4194304)
   case $target in
