@@ -92,6 +92,16 @@ EOF
 }
 
 say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+# Until a recording starts, an interrupt just ends the script (nothing to clean up yet).
+recording=0 interrupted=0
+on_signal() {
+  interrupted=$((interrupted + 1))
+  if [ "$recording" = 0 ]; then say "interrupted before recording: nothing written"; exit 130; fi
+  if [ "$interrupted" -ge 2 ] || [ -n "$post" ]; then
+    say "interrupted: stopping; no OUT written"; exit 130
+  fi
+}
+trap on_signal INT TERM HUP
 usage_error() { say "$*"; exit 2; }
 fail() { say "$*"; exit 1; }
 
@@ -278,7 +288,7 @@ if [ "$target" = pid ]; then
 fi
 
 # ---------------------------------------------------------------- state, cleanup, signals
-tmpd="" tracer="" workload="" post="" child="" interrupted=0 partial=""
+tmpd="" tracer="" workload="" post="" child="" partial=""
 kill_tree() { # kill_tree PID...: SIGTERM the processes and all their descendants, then SIGKILL
   local -a all=("$@") queue=("$@") kids; local p f s rest i
   while [ ${#queue[@]} -gt 0 ]; do
@@ -322,14 +332,8 @@ cleanup() {
   [ -n "$partial" ] && rm -f "$partial"
   [ -n "$tmpd" ] && rm -rf "$tmpd"
 }
-on_signal() {
-  interrupted=$((interrupted + 1))
-  if [ "$interrupted" -ge 2 ] || [ -n "$post" ]; then
-    say "interrupted: stopping; no OUT written"; exit 130
-  fi
-}
 trap cleanup EXIT
-trap on_signal INT TERM HUP
+recording=1
 
 # Start CMD held at a fifo so the tracer is attached before it runs; own process group,
 # default signal dispositions (set -m), stdin inherited. TIMING_FILE: record its wall time.

@@ -24,13 +24,13 @@ SCRIPT = ROOT / "scripts" / "record.sh"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 # Two threads: oc-holder sleeps 30 ms while holding a lock that oc-waiter waits for; then
-# oc-waiter writes + fsyncs 4 KiB and sleeps 5 ms. Optional: a thread oc-late started after
-# LATE seconds (for -p: threads started during the window must be followed).
+# oc-waiter writes + fsyncs 4 KiB and sleeps 5 ms. Optional: a thread oc-late started when the
+# file TRIGGER appears (for -p: threads started during the window must be followed).
 WAITER = r"""
 import ctypes, os, sys, threading, time
 libc = ctypes.CDLL(None)
 def name(n): libc.prctl(15, n.encode(), 0, 0, 0)
-secs = float(sys.argv[1]); dat = sys.argv[2]; late = float(sys.argv[3]) if len(sys.argv) > 3 else 0
+secs = float(sys.argv[1]); dat = sys.argv[2]; trigger = sys.argv[3] if len(sys.argv) > 3 else None
 lock = threading.Lock(); go = threading.Event(); held = threading.Event()
 def holder():
     name("oc-holder")
@@ -45,9 +45,9 @@ def latecomer():
 name("oc-waiter")
 threading.Thread(target=holder, daemon=True).start()
 fd = os.open(dat, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-start = time.monotonic(); end = start + secs; started_late = False
+end = time.monotonic() + secs; started_late = False
 while time.monotonic() < end:
-    if late and not started_late and time.monotonic() - start >= late:
+    if trigger and not started_late and os.path.exists(trigger):
         threading.Thread(target=latecomer, daemon=True).start(); started_late = True
     go.set(); held.wait(); held.clear()
     with lock: pass
@@ -238,20 +238,27 @@ def test_perf_recording_of_a_command_gives_blocked_time_per_thread(tmp_path, wai
 
 @needs("perf")
 def test_perf_pid_recording_has_switch_ins_and_follows_new_threads(tmp_path, waiter):
-    proc = subprocess.Popen([*waiter, "6", str(tmp_path / "w.dat"), "1.5"])
+    trigger = tmp_path / "start-late-thread"
+    proc = subprocess.Popen([*waiter, "30", str(tmp_path / "w.dat"), str(trigger)])
     try:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 10
         while time.monotonic() < deadline:   # wait until both threads have their names
             names = {p.joinpath("comm").read_text().strip()
                      for p in Path(f"/proc/{proc.pid}/task").iterdir()}
             if {"oc-waiter", "oc-holder"} <= names:
                 break
             time.sleep(0.05)
-        assert "oc-late" not in names
         out = tmp_path / "pid.txt"
-        r = record("-p", proc.pid, "-d", 2.5, "-o", out, cwd=tmp_path)
-        assert r.returncode == 0, r.stderr
-        assert proc.poll() is None        # -p does not stop the process
+        rec = subprocess.Popen(["bash", str(SCRIPT), "-p", str(proc.pid), "-d", "2.5", "-o", str(out)],
+                               stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not tracer_processes(str(tmp_path / ".offconv-record.")):
+            time.sleep(0.05)
+        time.sleep(0.3)
+        trigger.touch()                      # oc-late starts inside the window
+        _, err = rec.communicate(timeout=60)
+        assert rec.returncode == 0, err
+        assert proc.poll() is None           # -p does not stop the process
     finally:
         proc.kill()
         proc.wait()
@@ -314,12 +321,14 @@ def test_ctrl_c_leaves_no_tracer_and_a_complete_out_or_none(tmp_path, backend):
     p = subprocess.Popen(["bash", str(SCRIPT), "--backend", backend, "-d", "20", "-o", str(out), "--", *sleeper],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
                          cwd=tmp_path, start_new_session=True)
+    def attached():   # the tracer runs and the command was released (it is `sleep` now)
+        return (any(f" {backend} " in f" {x.split(': ', 1)[1]}" for x in tracer_processes(str(tmp_path)))
+                and any(x.split(": ", 1)[1].startswith("sleep 29.123") for x in tracer_processes("sleep 29.123")))
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not any(
-            "sleep 29.123" in x for x in tracer_processes("sleep 29.123")):
+    while time.monotonic() < deadline and not attached():
         time.sleep(0.1)
+    assert attached(), "the tracer did not start"
     time.sleep(0.5)
-    assert tracer_processes(str(tmp_path)), "the tracer did not start"
     os.killpg(p.pid, signal.SIGINT)        # what Ctrl-C in a terminal does
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
@@ -365,3 +374,17 @@ def test_overhead_prints_a_comparison_for_each_backend(tmp_path):
         assert m.group(6).startswith(("inside the run-to-run spread", "OUTSIDE the run-to-run spread",
                                       "traced runs were faster"))
     assert list(tmp_path.iterdir()) == []
+
+
+@needs("bpftrace")
+def test_ctrl_c_during_the_preflight_exits_130_and_writes_nothing(tmp_path):
+    p = subprocess.Popen(["bash", str(SCRIPT), "--backend", "bpftrace", "-d", "5", "-o", str(tmp_path / "x.txt"),
+                          "--", "sleep", "28.321"], stderr=subprocess.PIPE, text=True, env=ENV,
+                         cwd=tmp_path, start_new_session=True)
+    time.sleep(0.4)                        # bpftrace's pre-flight probe takes ~1-2 s here
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert "interrupted" in err
+    assert list(tmp_path.iterdir()) == []
+    assert tracer_processes(str(tmp_path)) == [] and tracer_processes("sleep 28.321") == []
