@@ -309,12 +309,22 @@ def diff(args):
                        "meanwhile: difffolded.pl before.folded after.folded | flamegraph.pl)")
 
 
-@app.command("record", context_settings={"ignore_unknown_options": True, "help_option_names": []})
+class _PassThrough(click.Command):
+    """Keeps the raw arguments: click would drop the ``--`` before ``CMD ARGS...``."""
+
+    def parse_args(self, ctx, args):
+        ctx.meta["offconv.record.args"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+@app.command("record", cls=_PassThrough, add_help_option=False,
+             context_settings={"ignore_unknown_options": True, "help_option_names": []})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def record(args):
-    """Not available yet: recording (scripts/record.sh) comes in a later release."""
-    raise OffconvError("record: not available yet (meanwhile: perf record -e sched:sched_switch "
-                       "-e sched:sched_wakeup -e sched:sched_wakeup_new -g -a -- CMD; perf script > perf.txt)")
+    """Record scheduler events for a bounded window (runs scripts/record.sh; --help for options)."""
+    from . import recorder
+    ctx = click.get_current_context()
+    ctx.exit(recorder.main(ctx.meta.get("offconv.record.args", list(args))))
 
 
 def main(argv=None) -> None:

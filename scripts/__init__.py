@@ -1,0 +1,1 @@
+"""scripts/record.sh, installed as the package data offconv.scripts (see offconv.recorder)."""
