@@ -276,7 +276,7 @@ def report_data(profile, opts=None) -> dict:
     from .errors import OffconvError
     from .naming import Namer
     from .options import NamingOptions
-    if profile.analysis is None:
+    if profile.analysis is None and not profile.histograms:
         raise OffconvError("report: the input has no sched_switch events; record them with "
                            "perf record -e sched:sched_switch -e sched:sched_wakeup -g -a")
     ropts = getattr(opts, "report", None) or ReportOptions()
@@ -284,7 +284,15 @@ def report_data(profile, opts=None) -> dict:
     cached = profile.summary
     if cached is not None and cached[0] == (ropts, naming):
         return cached[1]
-    data = summarize(profile, ropts, Namer(naming).folded)
+    if profile.analysis is None:  # histograms only (bpftrace, bcc): offconv.histograms
+        from . import histograms
+        data = histograms.report_data(profile, ropts)
+    else:
+        data = summarize(profile, ropts, Namer(naming).folded)
+        from .histograms import histogram_rows, shape_of_durations
+        an = profile.analysis
+        data["shape"] = {k: shape_of_durations(an.durations(k)) for k in ("blocked", "runq")}
+        data["histogram_details"] = histogram_rows(profile.histograms)
     data["mode"] = profile.mode
     data["warnings"] = list(profile.warnings)
     profile.summary = ((ropts, naming), data)

@@ -15,7 +15,7 @@ import click
 
 from . import formats
 from .errors import OffconvError
-from .options import (MODES, AggregateOptions, FlameOptions, NamingOptions, Options,
+from .options import (KINDS, MODES, UNITS, AggregateOptions, FlameOptions, NamingOptions, Options,
                       ParseOptions, ReportOptions)
 from .renderers.svg.palette import BGCOLORS, PALETTES
 
@@ -114,6 +114,15 @@ def input_options(f):
                      help="A frame naming the kind ([run queue], [blocked D], ...) below the thread "
                           "name (default: on for svg/speedscope, off for folded)."),
         click.option("--lenient", is_flag=True, help="Skip and count malformed lines instead of failing."),
+        click.option("--unit", type=click.Choice(UNITS),
+                     help="What folded / stack-map weights are in (default: us for bcc's "
+                          "offcputime/offwaketime -f, else samples; a map name like @us says it)."),
+        click.option("--kind", type=click.Choice(KINDS),
+                     help="What histograms measure (default: from the name: runq/rq -> run "
+                          "queue, block/off/sleep -> blocked)."),
+        click.option("--demangle", is_flag=True,
+                     help="Demangle legacy Rust symbols left mangled by older perf "
+                          "(off: byte-identical to stackcollapse-perf.pl)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -154,7 +163,11 @@ def flame_options(f):
 
 
 def build_options(kw: dict) -> Options:
-    parse = ParseOptions(addrs=kw["addrs"], event_filter=kw["event_filter"], lenient=kw["lenient"])
+    unit = kw.get("unit")
+    if unit is None and kw.get("countname") in ("us", "ms", "ns"):
+        unit = kw["countname"]  # flamegraph.pl's --countname names the unit of folded input
+    parse = ParseOptions(addrs=kw["addrs"], event_filter=kw["event_filter"], lenient=kw["lenient"],
+                         unit=unit, kind=kw.get("kind"), demangle=bool(kw.get("demangle")))
     naming = NamingOptions(pid=kw["name_pid"], tid=kw["name_tid"],
                            kernel=kw["kernel"] or kw["all_"], jit=kw["jit"] or kw["all_"])
     agg = AggregateOptions(
@@ -255,13 +268,16 @@ def app():
               help="Output format (wins over the suffix).")
 @flame_options
 def convert(inputs, out, to, **kw):
-    """Convert INPUT... (perf script text, perf.data, folded) into folded stacks, an SVG
+    """Convert INPUT... (perf script text, perf.data, folded, bcc, bpftrace) into folded stacks, an SVG
     flame graph, histograms or a report. Several inputs are merged."""
     from . import pipeline
     opts = build_options(kw)
     fmt = choose_output(out, to)
     profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
     _warn(profile)
+    if not profile.samples and profile.histograms and not fmt.report and fmt.name != "hist":
+        raise OffconvError(f"{', '.join(inputs)}: only histograms, no stacks: {fmt.name} needs "
+                           "stacks; use --to hist, or offconv report")
     if not profile.samples and fmt.name == "folded":
         click.echo(f"offconv: warning: {', '.join(inputs)}: no events to fold", err=True)
     write_output(fmt, profile, opts, out)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 MODES = ("auto", "offcpu", "blocked", "runq", "oncpu", "wakeup")
+UNITS = ("us", "ms", "ns", "samples")   # --unit
+KINDS = ("blocked", "runq")             # --kind
 
 
 @dataclass(frozen=True)
@@ -15,6 +17,9 @@ class ParseOptions:
     addrs: bool = False            # --addrs: unknown frames as [dso <PC>]
     event_filter: Optional[str] = None  # --event-filter: only this event (default: first seen)
     lenient: bool = False          # --lenient: skip and count malformed lines
+    unit: Optional[str] = None     # --unit us|ms|ns|samples: what a folded/stack-map weight is in
+    kind: Optional[str] = None     # --kind blocked|runq: what a histogram (or stack map) measures
+    demangle: bool = False         # --demangle: legacy Rust symbols left mangled by older perf
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,8 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
                                        lenient=opts.parse.lenient)
     if profile is None:
         profile = Profile()
-    profile.histograms.extend(histograms)
+    from .histograms import merge
+    profile.histograms[:] = merge(profile.histograms + histograms)
     if stats.get("skipped_lines"):
         profile.warnings.append(f"skipped {stats['skipped_lines']} malformed lines "
                                 f"(first: {stats['first_skipped']})")

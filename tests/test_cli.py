@@ -78,7 +78,8 @@ def test_unrecognised_and_empty_inputs(tmp_path):
     junk.write_bytes(b"\x00\x01binary stuff\n")
     r = run(junk)
     assert r.exit_code == 2
-    assert r.stderr == f"offconv: {junk}: not a recognised profile (tried: perf-script, folded)\n"
+    assert r.stderr == (f"offconv: {junk}: not a recognised profile (tried: perf-script, folded, "
+                        "bcc-hist, bpftrace, bpftrace-json)\n")
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     r = run(empty)

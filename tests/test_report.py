@@ -79,7 +79,9 @@ def test_hist_layout_matches_bpftrace():
         "\n")
     out = io.StringIO()
     hist.render_histogram(Histogram("ms", ("lockholder",), "ms", ((0, 1, 1), (None, 0, 1), (100, None, 3))), out)
-    assert out.getvalue().splitlines()[:4] == ["@ms[lockholder]: ", "[0]                    1 |@@@@@@@@@@@@@@@@@                                   |",
+    # an overflow bucket makes it an lhist(), whose width-1 buckets bpftrace 0.17 prints as
+    # [0, 1) (log2 hist() prints [0]): tests/test_formats_bpftrace.py round-trips both
+    assert out.getvalue().splitlines()[:4] == ["@ms[lockholder]: ", "[0, 1)                 1 |@@@@@@@@@@@@@@@@@                                   |",
                                                "(..., 0)               1 |@@@@@@@@@@@@@@@@@                                   |",
                                                "[100, ...)             3 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"]
 

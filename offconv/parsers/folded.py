@@ -1,7 +1,8 @@
-"""Folded stacks -> Sample records.
+"""Folded stacks -> Sample records, all the dialects.
 
-The format of stackcollapse-*.pl, inferno-collapse-*, bcc ``offcputime -f`` and
-``offwaketime -f`` (FlameGraph README; bcc tools/offcputime.py)::
+The format of stackcollapse-*.pl, inferno-collapse-*, bcc ``offcputime -f``,
+``offwaketime -f`` and ``wakeuptime -f`` (FlameGraph README; bcc tools/offcputime.py,
+offwaketime.py, wakeuptime.py; real lines from bcc's tools/*_example.txt)::
 
     java;start_thread;JavaMain;jni_CallStaticVoidMethod 22
     iperf;[unknown];__libc_write;entry_SYSCALL_64_fastpath;sys_write 1.5
@@ -10,15 +11,37 @@ The format of stackcollapse-*.pl, inferno-collapse-*, bcc ``offcputime -f`` and
 Frames are separated by ';'; the count is the last space-separated field (bcc comms and
 demangled names may contain spaces, so split at the last space). Counts may be
 fractional. ``#`` comment lines and blank lines are skipped.
+
+The dialect is decided once per file from its first lines (a folded line says nothing of
+its unit, so only bcc's own markers can tell):
+
+- **offcputime** (bcc 0.x, ``offcputime -f [-d]``): ``comm;USER root->leaf;-;KERNEL
+  root->leaf US`` -- the ``-`` delimiter frame (``-d``) or a ``[Missed User Stack]`` /
+  ``[Missed Kernel Stack]`` placeholder marks it. The comm becomes the Sample's task,
+  frames before ``-`` are user frames, after it kernel frames; weights are µs, kind
+  ``offcpu``.
+- **offwaketime** (``offwaketime -f``): ``target;T_USER;[-;]T_KERNEL;--;W_KERNEL
+  leaf->root;[-;]W_USER leaf->root;waker US`` -- the ``--`` frame marks it; kind
+  ``wakeup``, µs, the waker comm a THREAD frame at the top.
+- **offwaketime, old layout** (bcc's offwaketime_example.txt, 2016): ``target;T_KERNEL;-;
+  W_KERNEL leaf->root;waker US`` with ``-`` as the target/waker delimiter and empty
+  frames where a half is missing (``...;preempt_schedule_common;-; 2``, ``...;;sshd 804``):
+  a ``-`` followed by an empty frame marks it. Stacks are kernel stacks.
+- **plain** (stackcollapse, inferno, ``wakeuptime -f``, offcputime without ``-d``):
+  counts in ``samples`` and kind ``oncpu`` unless ``--unit`` (or ``--countname``) names a
+  time unit, which makes them off-CPU time (``--kind blocked|runq`` narrows it).
+  ``--unit`` also overrides the µs of the bcc dialects.
 """
 from __future__ import annotations
 
 import re
+from itertools import chain, islice
 from typing import Iterable, Iterator, Optional
 
 from ..errors import ParseError
 from ..format_types import MAYBE, NO, YES, InputFormat
-from ..model import INLINE, JIT, KERNEL, ONCPU, SAMPLES, USER, Frame, Sample
+from ..model import (DELIMITER, INLINE, JIT, KERNEL, MARKER, OFFCPU, ONCPU, SAMPLES, THREAD,
+                     USER, WAKER_DELIMITER, WAKEUP, Frame, Sample, Task)
 from ..options import ParseOptions
 
 EXPECTED = "a folded stack 'frame;frame;... count'"
@@ -26,6 +49,12 @@ _COUNT = re.compile(r"^\d+(?:\.\d*)?$")
 # stackcollapse's annotations say the kind; the name keeps them (the folded renderer does
 # not annotate a name twice), so a folded file passes through unchanged
 _KINDS = (("_[k]", KERNEL), ("_[j]", JIT), ("_[i]", INLINE))
+
+PLAIN, OFFCPUTIME, OFFWAKETIME, OFFWAKETIME_OLD = "plain", "offcputime", "offwaketime", "offwaketime-old"
+MISSED_USER = "[Missed User Stack]"
+MISSED_KERNEL = "[Missed Kernel Stack]"
+DIALECT_LINES = 200
+_ANNOTATED = re.compile(r"_\[[kjiw]\](?:;|$)")
 
 
 def frame(text: str, cache: dict) -> Frame:
@@ -58,10 +87,125 @@ def split_line(line: str):
     return head, last, None
 
 
+def dialect(lines: Iterable[str]) -> str:
+    """Which folded dialect these lines are (module docstring), from bcc's markers."""
+    offcpu = wake = False
+    for line in lines:
+        parts = split_line(line.rstrip())
+        if parts is None:
+            continue
+        if _ANNOTATED.search(parts[0]):
+            return PLAIN  # stackcollapse's _[k] annotations: bcc never writes them
+        frames = parts[0].split(";")
+        if "--" in frames:
+            wake = True
+            continue
+        if "-" in frames:
+            i = frames.index("-")
+            if "" in frames[i + 1:]:
+                return OFFWAKETIME_OLD
+            offcpu = True
+        elif any(f.startswith("[Missed ") for f in frames):
+            offcpu = True
+    return OFFWAKETIME if wake else OFFCPUTIME if offcpu else PLAIN
+
+
+def _half(names: list, default: str, cache: dict) -> list:
+    """Frames of one stack half: ``-`` splits user (before) from kernel (after); the
+    placeholders tell the side of a missing stack; empty frames are dropped."""
+    out = []
+    kind = default
+    if "-" in names:
+        kind = USER
+    elif names and names[0] == MISSED_USER:
+        kind = KERNEL
+    for n in names:
+        if n == "-":
+            out.append(DELIMITER)
+            kind = KERNEL
+        elif n == MISSED_USER:
+            out.append(_frame(n, USER, cache))
+        elif n == MISSED_KERNEL:
+            out.append(_frame(n, KERNEL, cache))
+        elif n:
+            out.append(_frame(n, kind, cache))
+    return out
+
+
+def _frame(name: str, kind: str, cache: dict) -> Frame:
+    key = (name, kind)
+    f = cache.get(key)
+    if f is None:
+        f = cache[key] = Frame(name, "", kind)
+    return f
+
+
+def _thread(comm: str, cache: dict) -> Frame:
+    key = ("\0thread", comm)
+    f = cache.get(key)
+    if f is None:
+        f = cache[key] = Frame(comm, "", THREAD, Task(comm, None, None))
+    return f
+
+
+def bcc_stack(names: list, which: str, cache: dict) -> tuple:
+    """(task, stack) of a bcc line's frames (the comm first)."""
+    comm, rest = names[0], names[1:]
+    task = Task(comm, None, None)
+    if which == OFFCPUTIME:
+        return task, tuple(_half(rest, USER, cache))
+    if which == OFFWAKETIME:
+        if "--" in rest:
+            i = rest.index("--")
+            target, waker = rest[:i], rest[i + 1:]
+            waker_comm = waker.pop() if waker else ""
+            # the waker half is leaf->root: kernel frames first, then '-', then user
+            wk = []
+            kind = KERNEL
+            for n in waker:
+                if n == "-":
+                    wk.append(DELIMITER)
+                    kind = USER
+                elif n:
+                    wk.append(_frame(n, kind, cache))
+            stack = _half(target, USER, cache) + [WAKER_DELIMITER] + wk
+            if waker_comm:
+                stack.append(_thread(waker_comm, cache))
+            return task, tuple(stack)
+        return task, tuple(_half(rest, USER, cache))
+    # old offwaketime: target;kernel...;-;waker kernel leaf->root;waker
+    if "-" in rest:
+        i = rest.index("-")
+        target, waker = rest[:i], rest[i + 1:]
+        waker_comm = waker.pop() if waker else ""
+        stack = [_frame(n, KERNEL, cache) for n in target if n] + [WAKER_DELIMITER]
+        stack += [_frame(n, KERNEL, cache) for n in waker if n]
+        if waker_comm:
+            stack.append(_thread(waker_comm, cache))
+        return task, tuple(stack)
+    return task, tuple(_frame(n, KERNEL, cache) for n in rest if n)
+
+
+def _unit_kind(which: str, opts: ParseOptions) -> tuple:
+    if which == PLAIN:
+        unit = opts.unit or SAMPLES
+        if unit == SAMPLES:
+            return unit, ONCPU
+        return unit, opts.kind or OFFCPU
+    unit = opts.unit or "us"
+    if which in (OFFWAKETIME, OFFWAKETIME_OLD):
+        return unit, WAKEUP
+    return unit, opts.kind or OFFCPU
+
+
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
           stats: Optional[dict] = None) -> Iterator[Sample]:
+    lines = iter(lines)
+    head = list(islice(lines, DIALECT_LINES))
+    which = dialect(line for _, line in head if line and not line.startswith("#"))
+    unit, kind = _unit_kind(which, opts)
     cache: dict = {}
-    for lineno, line in lines:
+    for lineno, line in chain(head, lines):
         line = line.rstrip()
         if not line or line.startswith("#"):
             continue
@@ -76,9 +220,13 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
             got = f"no count after the stack" if last == line else f"'{last[:40]}' as the count"
             raise ParseError(path, lineno, EXPECTED, got=got, line=line)
         frames, count, before = parts
-        yield Sample(tuple(frame(f, cache) for f in frames.split(";")), _number(count),
-                     SAMPLES, None, None, None, "", ONCPU,
-                     _number(before) if before is not None else None, lineno)
+        before = _number(before) if before is not None else None
+        if which == PLAIN:
+            yield Sample(tuple(frame(f, cache) for f in frames.split(";")), _number(count),
+                         unit, None, None, None, "", kind, before, lineno)
+        else:
+            task, stack = bcc_stack(frames.split(";"), which, cache)
+            yield Sample(stack, _number(count), unit, task, None, None, "", kind, before, lineno)
 
 
 def sniff(head: list[str]) -> str:
@@ -89,9 +237,12 @@ def sniff(head: list[str]) -> str:
             continue
         if line[0] in " \t" or split_line(line) is None:
             return NO
+        if line[0] == "@" and line.rpartition(" ")[0].endswith(":"):
+            return NO  # a bpftrace map line '@name[key]: 5'
         seen += 1
     return YES if seen else MAYBE
 
 
 FORMAT = InputFormat(name="folded", sniff=sniff, parse=parse,
-                     description="folded stacks (stackcollapse, inferno, bcc -f)")
+                     description="folded stacks (stackcollapse, inferno, bcc offcputime/"
+                                 "offwaketime/wakeuptime -f)")

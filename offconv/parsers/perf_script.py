@@ -28,7 +28,7 @@ from typing import Iterable, Iterator, Optional
 
 from ..errors import ParseError
 from ..format_types import MAYBE, NO, YES, InputFormat
-from ..model import (EXIT, INLINE, JIT, KERNEL, ONCPU, SAMPLES, SWITCH, USER, WAKE, Frame,
+from ..model import (EXIT, INLINE, JIT, KERNEL, OFFCPU, ONCPU, SAMPLES, SWITCH, USER, WAKE, Frame,
                      Sample, SchedEvent, Task)
 from ..options import ParseOptions
 
@@ -148,6 +148,39 @@ def _cut_args(func: str) -> str:
     return func
 
 
+_RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+_RUST_ESCAPE = re.compile(r"\$(SP|BP|RF|LT|GT|LP|RP|C|u[0-9a-fA-F]{1,6})\$")
+_RUST_CHARS = {"SP": "@", "BP": "*", "RF": "&", "LT": "<", "GT": ">", "LP": "(", "RP": ")",
+               "C": ","}
+
+
+def _rust_char(m) -> str:
+    code = m.group(1)
+    if code in _RUST_CHARS:
+        return _RUST_CHARS[code]
+    try:
+        return chr(int(code[1:], 16))
+    except ValueError:  # pragma: no cover - the regex keeps it in range
+        return m.group(0)
+
+
+def rust_demangle(name: str) -> str:
+    """A legacy-mangled Rust symbol as older perf leaves it
+    (``GcBox$LT$T$GT$::new::_$u7b$$u7b$closure$u7d$$u7d$::h2ed0674a1c3dc9fa``) ->
+    ``GcBox<T>::new::_{{closure}}``: the ``::h`` + 16 hex hash dropped, ``$..$`` escapes
+    and ``..`` (``::``) decoded as rustc-demangle does, and a leading ``_$`` loses its
+    ``_``. Other names are returned unchanged."""
+    hashed = _RUST_HASH.search(name)
+    if hashed is None and "$" not in name:
+        return name
+    if hashed is not None:
+        name = name[:hashed.start()]
+    if name.startswith("_$"):
+        name = name[1:]
+    name = _RUST_ESCAPE.sub(_rust_char, name).replace("..", "::")
+    return name.replace(";", ":")
+
+
 def frame_kind(module: str) -> str:
     if module.startswith("["):
         return USER if module == "[unknown]" else KERNEL
@@ -190,7 +223,7 @@ def _open_paren(text: str) -> int:
     return -1
 
 
-def parse_frame(text: str, addrs: bool) -> tuple:
+def parse_frame(text: str, addrs: bool, demangle: bool = False) -> tuple:
     """One callchain line -> its frames in root-first order (``a->b`` Java inlining gives
     several; a ``(process name)`` pseudo-frame gives none)."""
     pc, rawfunc, module = split_frame(text)
@@ -210,6 +243,8 @@ def parse_frame(text: str, addrs: bool) -> tuple:
             elif addrs:
                 func = f"[unknown <{pc}>]"
         func = clean_name(func)
+        if demangle:
+            func = rust_demangle(func)
         out.append(Frame(func, module, INLINE if i else kind))
     return tuple(out)
 
@@ -260,6 +295,7 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
     """Numbered lines -> Sample and SchedEvent records, in input order. Streams: memory is
     one event plus the cache of cleaned frame lines."""
     addrs = opts.addrs
+    demangle = opts.demangle
     cache: dict = {}
     cache_get = cache.get
     groups: list = []
@@ -273,6 +309,8 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         groups.clear()
         if h[6] in SCHED_EVENTS:
             return _sched_event(h, stack, hl, path, htext)
+        if h[6] == OFFCPU_EVENT:
+            return _offcpu_sample(h, stack, hl)
         return Sample(stack, h[5], SAMPLES, Task(h[0], h[1], h[2]), h[4], h[3], h[6], ONCPU,
                       None, hl)
 
@@ -291,7 +329,7 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
                         yield finish()
                         head = None
                     continue
-                g = parse_frame(line, addrs)
+                g = parse_frame(line, addrs, demangle)
                 if len(cache) < 2_000_000:
                     cache[line] = g
             if head is not None:
@@ -304,7 +342,7 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         h = parse_header(line)
         if h is None:
             if head is not None and _FRAME_LIKE.match(line):
-                append(parse_frame(line, addrs))  # unindented callchain (old perf)
+                append(parse_frame(line, addrs, demangle))  # unindented callchain (old perf)
                 continue
             _skip(stats, path, lineno, line, opts, HEADER_HELP,
                   "a line that is neither an event header nor a stack frame")
@@ -314,7 +352,7 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         head = (h, lineno, line)
         payload = h[7]
         if payload and h[6] not in SCHED_EVENTS and _FRAME_LIKE.match(payload):
-            append(parse_frame(payload, addrs))  # header and first frame on one line
+            append(parse_frame(payload, addrs, demangle))  # header and first frame on one line
     if head is not None:
         yield finish()
 
@@ -327,6 +365,7 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
     line. Anything unusual in a block (comments, an unindented line, a header with its
     first frame, a malformed line) sends that block through ``parse`` unchanged."""
     addrs = opts.addrs
+    demangle = opts.demangle
     frames: dict = {}
     stacks: dict = {}
     stacks_get = stacks.get
@@ -344,7 +383,7 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
             leaf, _, callers = body.partition("\n")
             stack = stacks_get(callers)
             if stack is None:
-                stack = _body_stack(callers, addrs, frames) if callers else ()
+                stack = _body_stack(callers, addrs, frames, demangle) if callers else ()
                 if stack is None:
                     yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
                     continue
@@ -356,16 +395,18 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
                 if not leaf or leaf[0] not in " \t" or not leaf.strip():
                     yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
                     continue
-                g = frames[leaf] = parse_frame(leaf, addrs)
+                g = frames[leaf] = parse_frame(leaf, addrs, demangle)
             stack = stack + g if stack else g
         if h[6] in SCHED_EVENTS:
             yield _sched_event(h, stack, lineno, path, header)
+        elif h[6] == OFFCPU_EVENT:
+            yield _offcpu_sample(h, stack, lineno)
         else:
             yield Sample(stack, h[5], SAMPLES, Task(h[0], h[1], h[2]), h[4], h[3], h[6], ONCPU,
                          None, lineno)
 
 
-def _body_stack(body: str, addrs: bool, frames: dict) -> Optional[tuple]:
+def _body_stack(body: str, addrs: bool, frames: dict, demangle: bool = False) -> Optional[tuple]:
     """A callchain (indented frame lines, leaf first) -> root-first frames; None if a line
     is not an indented frame."""
     groups = []
@@ -374,10 +415,20 @@ def _body_stack(body: str, addrs: bool, frames: dict) -> Optional[tuple]:
             return None
         g = frames.get(line)
         if g is None:
-            g = frames[line] = parse_frame(line, addrs)
+            g = frames[line] = parse_frame(line, addrs, demangle)
         groups.append(g)
     groups.reverse()
     return tuple(chain.from_iterable(groups))
+
+
+# perf record --off-cpu (Linux 5.19+): the software event whose period is the time the
+# task was off CPU, in ns (tools/perf/Documentation/perf-record.txt)
+OFFCPU_EVENT = "offcpu-time"
+
+
+def _offcpu_sample(h: tuple, stack: tuple, lineno: int) -> Sample:
+    return Sample(stack, h[5], "ns", Task(h[0], h[1], h[2]), h[4], h[3], h[6], OFFCPU, None,
+                  lineno)
 
 
 def _skip(stats, path, lineno, line, opts, expected, got):

@@ -7,7 +7,8 @@ bpftrace 0.17 printed them in shared/corpus/recorded/bpftrace/*.txt:
 
 One block per ``profile.histograms`` entry (off-CPU profiles carry ``blocked_us`` and
 ``runq_us``), each ending with a blank line. Bars are 52 wide, scaled to the largest
-count and truncated, as bpftrace does.
+count and truncated (integer arithmetic, ``count * 52 // max``), as bpftrace does.
+Histograms with the same name and keys are merged bucket-wise (offconv.histograms).
 """
 from __future__ import annotations
 
@@ -28,28 +29,37 @@ def number(v: int) -> str:
     return str(v)
 
 
-def label(lo, hi) -> str:
+def label(lo, hi, linear: bool = False, suffix: bool = True) -> str:
+    """A row label as bpftrace prints it: ``[0]``/``[1]`` are log2 single values
+    (``lhist()`` prints ``[0, 1)``); K/M/... only when the layout uses them."""
+    num = number if suffix else str
     if lo is None:
-        return f"(..., {number(hi)})"
+        return f"(..., {num(hi)})"
     if hi is None:
-        return f"[{number(lo)}, ...)"
-    if hi == lo + 1:
-        return f"[{number(lo)}]"
-    return f"[{number(lo)}, {number(hi)})"
+        return f"[{num(lo)}, ...)"
+    if hi == lo + 1 and not linear:
+        return f"[{num(lo)}]"
+    return f"[{num(lo)}, {num(hi)})"
 
 
 def render_histogram(h, out: TextIO) -> None:
+    from ..histograms import is_linear
     keys = f"[{', '.join(str(k) for k in h.keys)}]" if h.keys else ""
     out.write(f"@{h.name}{keys}: \n")
     top = max((c for _, _, c in h.buckets), default=0)
+    linear = is_linear(h.buckets)
+    widths = {hi - lo for lo, hi, _ in h.buckets if lo is not None and hi is not None}
+    # lhist() prints K/M suffixes only when its step is a multiple of 1024
+    suffix = not linear or all(w % 1024 == 0 for w in widths)
     for lo, hi, count in h.buckets:
-        bar = "@" * int(count / top * BAR) if top else ""
-        out.write(f"{label(lo, hi):<16}{count:>8} |{bar:<{BAR}}|\n")
+        bar = "@" * (count * BAR // top) if top else ""
+        out.write(f"{label(lo, hi, linear, suffix):<16}{count:>8} |{bar:<{BAR}}|\n")
     out.write("\n")
 
 
 def render(profile, out: TextIO, opts=None) -> None:
-    for h in profile.histograms:
+    from ..histograms import merge
+    for h in merge(profile.histograms):
         render_histogram(h, out)
 
 

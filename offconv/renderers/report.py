@@ -37,6 +37,9 @@ def _short(stack: str) -> str:
 
 def render(profile, out: TextIO, opts=None) -> None:
     d = report_data(profile, opts)
+    if d.get("source") == "histograms":
+        render_histograms(d, out)
+        return
     v = d["verdict"]
     w = out.write
     w(f"Verdict: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
@@ -55,6 +58,7 @@ def render(profile, out: TextIO, opts=None) -> None:
              human_us(t["runq_preempted_us"]), human_us(t["oncpu_us"])]], out)
     _threads(d["threads"], out)
     _latency(d["latency"], out)
+    _shape(d.get("shape"), out)
     _causes(d["causes"], t["blocked_us"], out)
     _stacks(d, out)
     if d["dropped"]:
@@ -109,6 +113,52 @@ def _stacks(d: dict, out: TextIO) -> None:
             out.write(f"  {p['process']}: {human_us(p['offcpu_us'])}\n")
             _table([[human_us(s["us"]), _short(s["stack"])] for s in p["stacks"]], out,
                    indent="    ")
+
+
+def _shape(shapes, out: TextIO) -> None:
+    """One line per kind: the shape reading (offconv.histograms.shape)."""
+    if not shapes:
+        return
+    out.write("\nShape\n")
+    for kind, name in (("blocked", "blocked"), ("runq", "run queue")):
+        if kind in shapes:
+            out.write(f"  {name}: {shapes[kind]['text']}\n")
+
+
+def render_histograms(d: dict, out: TextIO) -> None:
+    """The report of a histogram-only input (bpftrace, bcc): the verdict, estimates from
+    bucket bounds per kind, the shape, and each histogram with the kind assumed."""
+    v = d["verdict"]
+    w = out.write
+    w(f"Verdict: {v['answer']}\n  {v['reason']}\n")
+    th = v["thresholds"]
+    w(f"  (long = p99 >= {human_us(th['runq_p99_long_us'])} run queue, >= "
+      f"{human_us(th['blocked_p99_long_us'])} blocked)\n")
+    if d["latency"]:
+        w("\nLatency (bucket-resolution estimates: the upper bound of the bucket)\n")
+        rows = [["kind", "count", "p50", "p90", "p99", "max", "total"]]
+        for kind, name in (("blocked", "blocked"), ("runq", "run queue")):
+            s = d["latency"].get(kind)
+            if s:
+                rows.append([name, str(s["count"])] + [
+                    "<= " + human_us(s[k]) if k in s else "-"
+                    for k in ("p50_us", "p90_us", "p99_us", "max_us")]
+                    + ["~" + human_us(s["total_us"]) if "total_us" in s else "-"])
+        _table(rows, out)
+    _shape(d.get("shape"), out)
+    w("\nHistograms\n")
+    rows = [["histogram", "unit", "kind", "count", "p99", "shape"]]
+    for h in d["histograms"]:
+        keys = f"[{', '.join(h['keys'])}]" if h["keys"] else ""
+        kind = h["kind"] or "unknown"
+        rows.append([f"@{h['name']}{keys}", h["unit"] or "-", kind, str(h["count"]),
+                     "<= " + human_us(h["p99_us"]) if "p99_us" in h else "-",
+                     h["shape"]["text"]])
+    _table(rows, out)
+    w("  (kind assumed from the histogram name or the bcc banner: runq/rq -> run queue, "
+      "block/off/sleep -> blocked; --kind blocked|runq states it)\n")
+    for msg in d.get("warnings", ()):
+        w(f"\nnote: {msg}\n")
 
 
 FORMAT = OutputFormat(name="report", suffixes=(), render=render, report=True,

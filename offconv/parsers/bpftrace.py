@@ -1,0 +1,341 @@
+"""bpftrace text output -> Histogram and Sample records, parsed by the lark grammar
+``grammars/bpftrace.lark`` (the grammar is the parser).
+
+Real output of bpftrace v0.17.0 (Debian 0.17.0-1; tests/fixtures/bpftrace/)::
+
+    Attaching 3 probes...
+
+    @blocked_us: 
+    [2, 4)               157 |@@@@@@@@@                                           |
+    [4, 8)               178 |@@@@@@@@@@                                          |
+
+    @[
+        __schedule+1560
+        schedule+35
+    , victim-main]: 6
+
+What each map becomes (``entries`` -> ``records``, shared with ``bpftrace_json``):
+
+- ``hist()``/``lhist()`` maps (keyed or not) -> ``Histogram(name, keys, unit, buckets,
+  kind)``: buckets (lo, hi, count) with hi exclusive (``[0]`` is (0, 1), ``[2, 4)`` is
+  (2, 4), ``(..., 0)`` is (None, 0), ``[100, ...)`` is (100, None); K/M/G/T/P/E are powers
+  of 1024). The unit comes from the name (``*_us``, ``usecs``, ``_ms``, ``nsecs``...) or
+  ``--unit``; the kind from the name (``runq``/``rq`` -> run queue; ``block``/``off``/
+  ``sleep`` -> blocked) or ``--kind``.
+- stack-keyed maps (``@[kstack]``, ``@us[kstack, comm]``, ``@[kstack, ustack, comm]``) ->
+  ``Sample``: frames root first (a kernel stack above a user stack), ``+offset`` removed so
+  one function merges, the other key parts as the task (never a fake ``, `` frame, the
+  bug of stackcollapse-bpftrace.pl). The weight's unit comes from the name or ``--unit``
+  (default ``samples``: ``count()`` maps).
+- other scalar maps (``@syscall[6]: 36862``, ``stats()``, ``avg()``) are parsed (and
+  compared with the JSON output in the tests) but have no record in the model: they are
+  counted in the parse stats as ``bpftrace_scalars``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Optional
+
+from ..errors import ParseError
+from ..format_types import MAYBE, NO, YES, InputFormat
+from ..model import (BLOCKED, KERNEL, OFFCPU, ONCPU, RUNQ, SAMPLES, USER, Frame, Histogram,
+                     Sample, Task)
+from ..options import ParseOptions
+
+SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
+_OFFSET = re.compile(r"\+(?:0x[0-9a-fA-F]+|\d+)$")
+_PERF_FRAME = re.compile(r"^([0-9a-fA-F]+) (.*?)(?: \((.*)\))?$")
+_STATS = re.compile(r"^count (-?\d+), average (-?\d+), total (-?\d+)$")
+_INT = re.compile(r"^-?\d+$")
+_ROW_PARTS = re.compile(r"^(\[[^\])]*[\])]|\(\.\.\., [^)]*\))\s*(\d+) \|")
+# functions that only a kernel stack holds (to put a kernel stack above a user stack)
+_KERNEL_HINTS = ("__schedule", "schedule", "do_syscall_64", "entry_SYSCALL_64",
+                 "entry_SYSCALL_64_after_hwframe", "ret_from_fork", "kthread",
+                 "finish_task_switch", "worker_thread")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One printed map element: ``name`` without the ``@``; ``keys`` a tuple whose parts
+    are strings or, for a stack, a tuple of frame lines (leaf first, as printed, stripped);
+    ``buckets`` for a histogram, else ``value`` (int, str, or a stats dict)."""
+
+    name: str
+    keys: tuple
+    buckets: Optional[tuple] = None
+    value: object = None
+    lineno: int = 0
+
+
+# -- numbers and labels ------------------------------------------------------------------
+
+def number(text: str) -> int:
+    """``1K`` -> 1024, ``2M`` -> 2 MiB, ``-5`` -> -5."""
+    if text and text[-1] in SUFFIX:
+        return int(text[:-1]) * SUFFIX[text[-1]]
+    return int(text)
+
+
+def bucket(label: str) -> tuple:
+    """A row label -> (lo, hi): ``[0]`` (0, 1), ``[2, 4)`` (2, 4), ``(..., 0)`` (None, 0),
+    ``[100, ...)`` (100, None)."""
+    if label.startswith("(..., "):
+        return None, number(label[6:-1])
+    if label.endswith("]"):
+        v = number(label[1:-1])
+        return v, v + 1
+    lo, _, hi = label[1:-1].partition(", ")
+    return number(lo), (None if hi == "..." else number(hi))
+
+
+def scalar_value(text: str):
+    text = text.strip()
+    if _INT.match(text):
+        return int(text)
+    m = _STATS.match(text)
+    if m:
+        return {"count": int(m.group(1)), "average": int(m.group(2)), "total": int(m.group(3))}
+    return text
+
+
+def split_keys(text: str) -> tuple:
+    """``1, x`` -> ("1", "x") (bpftrace joins tuple parts with ', ')."""
+    return tuple(text.split(", ")) if text != "" else ()
+
+
+def _name_keys(head: str) -> tuple:
+    """``@name[k1, k2]`` -> ("name", ("k1", "k2"))."""
+    name, br, rest = head[1:].partition("[")
+    if not br:
+        return name, ()
+    return name, split_keys(rest[:-1] if rest.endswith("]") else rest)
+
+
+# -- the lark parse ----------------------------------------------------------------------
+
+EXPECT = {
+    "ROW": "a histogram row '[lo, hi)  count |@@@|'",
+    "FRAME": "an indented stack frame",
+    "STACK_CLOSE": "']: value' closing the stack key",
+    "STACK_HEAD": "']:' closing the stack key",
+    "PART_SEP": "', ' between two stacks",
+    "HEAD": "a map '@name:'", "SCALAR": "a map line '@name[key]: value'",
+    "STACK_OPEN": "a stack key '@name['", "TEXT": "text", "ATTACHING": "'Attaching N probes...'",
+}
+
+
+def _expected(names) -> str:
+    wanted = [EXPECT[n] for n in ("ROW", "FRAME", "STACK_CLOSE", "STACK_HEAD", "PART_SEP")
+              if n in names]
+    return " or ".join(wanted) if wanted else "bpftrace output (a map, a histogram row or text)"
+
+
+def entries(text: str, path: str, lenient: bool = False, stats: Optional[dict] = None) -> list:
+    """The map elements of one bpftrace text output, in order."""
+    import lark
+    from ..grammar import parser
+    p = parser("bpftrace", "start")
+    if not text.endswith("\n"):
+        text += "\n"
+    lines = text.split("\n")
+    for _ in range(100_000):
+        try:
+            tree = p.parse("\n".join(lines))
+            break
+        except lark.exceptions.UnexpectedInput as e:
+            lineno = getattr(e, "line", None)
+            token = getattr(e, "token", None)
+            if token is not None and token.type == "$END" or not lineno or lineno < 1:
+                lineno = max(1, len(lines) - 1)
+                while lineno > 1 and not lines[lineno - 1].strip():
+                    lineno -= 1
+                got = "the end of the input"
+            else:
+                got = None
+            names = getattr(e, "expected", None) or getattr(e, "allowed", None) or ()
+            line = lines[lineno - 1] if lineno <= len(lines) else ""
+            if got is None:
+                got = f"'{line.strip()[:60]}'" if line.strip() else "a blank line"
+            if not lenient:
+                raise ParseError(path, lineno, _expected(names), got=got, line=line) from None
+            if stats is not None:
+                stats["skipped_lines"] = stats.get("skipped_lines", 0) + 1
+                stats.setdefault("first_skipped", f"{path}:{lineno}")
+            if got == "the end of the input" or not line.strip():
+                # drop the open item: back to its '@' line
+                k = lineno - 1
+                while k >= 0 and not lines[k].startswith("@"):
+                    k -= 1
+                for j in range(max(k, 0), len(lines)):
+                    if j > lineno - 1 and lines[j].startswith("@"):
+                        break
+                    lines[j] = ""
+            else:
+                lines[lineno - 1] = ""
+    else:  # pragma: no cover
+        raise ParseError(path, None, "bpftrace output", got="too many malformed lines")
+    return list(_walk(tree))
+
+
+def _walk(tree) -> Iterator[Entry]:
+    for item in tree.children:
+        kind = item.data
+        if kind == "hist":
+            head, rows = item.children[0], item.children[1:]
+            name, keys = _name_keys(head.rstrip().rstrip(":"))
+            yield Entry(name, keys, _rows(rows), lineno=head.line)
+        elif kind == "scalar":
+            tok = item.children[0]
+            m = re.match(r"^(@[A-Za-z_0-9.]*(?:\[.*\])?): (.*)$", str(tok))
+            name, keys = _name_keys(m.group(1))
+            yield Entry(name, keys, value=scalar_value(m.group(2)), lineno=tok.line)
+        elif kind in ("stack_map", "stack_hist"):
+            open_tok, parts_tree, close_tok = item.children[:3]
+            name, _, before = str(open_tok)[1:].partition("[")
+            keys = [k for k in before.split(", ") if k] if before else []
+            for sub in parts_tree.children:
+                if getattr(sub, "data", None) == "frames":
+                    keys.append(tuple(str(t).strip() for t in sub.children))
+            close = str(close_tok)
+            after, _, value = close.partition("]:")
+            if after.startswith(", "):
+                keys.extend(split_keys(after[2:]))
+            if kind == "stack_map":
+                yield Entry(name, tuple(keys), value=scalar_value(value), lineno=open_tok.line)
+            else:
+                yield Entry(name, tuple(keys), _rows(item.children[3:]), lineno=open_tok.line)
+
+
+def _rows(rows) -> tuple:
+    out = []
+    for r in rows:
+        m = _ROW_PARTS.match(str(r.children[0]))
+        lo, hi = bucket(m.group(1))
+        out.append((lo, hi, int(m.group(2))))
+    return tuple(out)
+
+
+# -- entries -> records --------------------------------------------------------------------
+
+_UNIT_TOKENS = {"us": "us", "usecs": "us", "usec": "us", "ns": "ns", "nsecs": "ns",
+                "nsec": "ns", "ms": "ms", "msecs": "ms", "msec": "ms", "secs": "s"}
+
+
+def name_unit(name: str) -> str:
+    for tok in reversed(re.split(r"[^A-Za-z0-9]+", name.lower())):
+        if tok in _UNIT_TOKENS:
+            return _UNIT_TOKENS[tok]
+    return ""
+
+
+def name_kind(name: str) -> str:
+    """BLOCKED / RUNQ from a map name, "" when it does not say."""
+    low = name.lower()
+    toks = re.split(r"[^a-z0-9]+", low)
+    if "runq" in low or "rq" in toks or "runqlat" in low or "sched_delay" in low:
+        return RUNQ
+    if "block" in low or "off" in low or "sleep" in low:
+        return BLOCKED
+    return ""
+
+
+def is_stack(part) -> bool:
+    return isinstance(part, tuple)
+
+
+def _frame(line: str, kind: str, cache: dict) -> Frame:
+    key = (line, kind)
+    f = cache.get(key)
+    if f is None:
+        module = ""
+        m = _PERF_FRAME.match(line)
+        name = line
+        if m and " " in line:  # perf stack mode: '<addr> sym+off (dso)'
+            name, module = m.group(2) or m.group(1), m.group(3) or ""
+        name = _OFFSET.sub("", name)
+        f = cache[key] = Frame(name, module, kind)
+    return f
+
+
+def _stack_kind(frames: tuple) -> str:
+    """KERNEL when the stack holds a function only kernel stacks hold, else USER."""
+    for line in frames:
+        if "[kernel.kallsyms]" in line:
+            return KERNEL
+        f = _frame(line, USER, {})
+        if f.name in _KERNEL_HINTS or f.name.startswith("__x64_sys_"):
+            return KERNEL
+    return USER
+
+
+def stack_of(keys: tuple, cache: dict) -> tuple:
+    """(task, frames root first) of a stack-keyed map element."""
+    stacks = [p for p in keys if is_stack(p)]
+    others = [p for p in keys if not is_stack(p)]
+    kinds = [_stack_kind(s) for s in stacks]
+    frames: list = []
+    for s, k in sorted(zip(stacks, kinds), key=lambda sk: sk[1] == KERNEL):
+        frames.extend(_frame(line, k, cache) for line in reversed(s))
+    comm = next((p for p in others if not _INT.match(p)), None)
+    pid = next((int(p) for p in others if _INT.match(p)), None)
+    task = None
+    if comm is not None or pid is not None:
+        task = Task(comm if comm is not None else str(pid), pid, None)
+    return task, tuple(frames)
+
+
+def records(items: Iterable[Entry], opts: ParseOptions, stats: Optional[dict] = None) -> Iterator:
+    cache: dict = {}
+    for e in items:
+        if e.buckets is not None:
+            unit = name_unit(e.name) or (opts.unit if opts.unit not in (None, SAMPLES) else "")
+            kind = opts.kind or name_kind(e.name)
+            keys = tuple(";".join(_OFFSET.sub("", f) for f in reversed(p)) if is_stack(p) else p
+                         for p in e.keys)
+            yield Histogram(e.name, keys, unit, e.buckets, kind)
+        elif any(is_stack(p) for p in e.keys) and isinstance(e.value, int):
+            unit = name_unit(e.name) or opts.unit or SAMPLES
+            kind = ONCPU if unit == SAMPLES else (opts.kind or name_kind(e.name) or OFFCPU)
+            task, stack = stack_of(e.keys, cache)
+            yield Sample(stack, e.value, unit, task, None, None, "", kind, None, e.lineno)
+        elif stats is not None:
+            stats["bpftrace_scalars"] = stats.get("bpftrace_scalars", 0) + 1
+
+
+def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
+          stats: Optional[dict] = None) -> Iterator:
+    text = "\n".join(line for _, line in lines)
+    yield from records(entries(text, path, opts.lenient, stats), opts, stats)
+
+
+_ATTACH = re.compile(r"^Attach(?:ing|ed) \d+ probes?(?:\.\.\.)?$")
+_HEAD = re.compile(r"^@[A-Za-z_0-9.]*(?:\[.*\])?: ?$")
+_MAPLINE = re.compile(r"^@[A-Za-z_0-9.]*(?:\[.*\])?: \S")
+_ROW = re.compile(r"^[\[(].*[)\]] +\d+ \|[@ ]*\|$")
+_OPEN = re.compile(r"^@[A-Za-z_0-9.]*\[[^\]]*$")
+
+
+def sniff(head: list[str]) -> str:
+    """yes: 'Attaching N probes...' as the first line, or a map head followed by a
+    histogram row, or a map line / stack key; no: the first line is a folded line, a perf
+    header, JSON, or anything else before any map."""
+    prev = None
+    for line in head:
+        s = line.rstrip()
+        if not s:
+            continue
+        if prev is None and _ATTACH.match(s):
+            return YES
+        if prev is not None and _HEAD.match(prev) and _ROW.match(s):
+            return YES
+        if _MAPLINE.match(s) or (prev is not None and _OPEN.match(prev) and s[0] in " \t"):
+            return YES
+        if s.startswith("{") or s[0] in " \t":
+            return NO
+        prev = s
+    return MAYBE if prev is not None and _HEAD.match(prev) else NO
+
+
+FORMAT = InputFormat(name="bpftrace", sniff=sniff, parse=parse,
+                     description="bpftrace text output (hist, lhist, stack-keyed and scalar maps)")
