@@ -273,7 +273,10 @@ def convert(inputs, out, to, **kw):
     from . import pipeline
     opts = build_options(kw)
     fmt = choose_output(out, to)
+    if fmt.timeline:
+        opts = replace(opts, aggregate=replace(opts.aggregate, timeline=True))
     profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
+    profile.sources = tuple(inputs)
     _warn(profile)
     if not profile.samples and profile.histograms and not fmt.report and fmt.name != "hist":
         raise OffconvError(f"{', '.join(inputs)}: only histograms, no stacks: {fmt.name} needs "

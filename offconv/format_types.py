@@ -43,3 +43,4 @@ class OutputFormat:
     binary: bool = False
     state_split: bool = False
     report: bool = False           # a report of the analysis (not a stack output)
+    timeline: bool = False         # needs Profile.sequence/periods (AggregateOptions.timeline)

@@ -9,15 +9,15 @@ from .errors import OffconvError
 from .format_types import MAYBE, NO, YES, InputFormat, OutputFormat  # noqa: F401 (re-export)
 from .parsers import bcc_hist, bpftrace, bpftrace_json, folded, perf_data, perf_script
 from .renderers import folded as folded_out
-from .renderers import hist, json_report, report, svg
+from .renderers import hist, json_report, pprof, report, speedscope, svg
 
 # detection priority order (a binary format is recognised by its magic first)
 INPUTS: tuple = (perf_data.FORMAT, perf_script.FORMAT, folded.FORMAT, bcc_hist.FORMAT,
                  bpftrace.FORMAT, bpftrace_json.FORMAT)
 OUTPUTS: tuple = (folded_out.FORMAT, svg.FORMAT, hist.FORMAT, report.FORMAT,
-                  json_report.FORMAT)
+                  json_report.FORMAT, speedscope.FORMAT, pprof.FORMAT)
 # outputs of DESIGN.md that a later release adds: a clear message instead of a guess
-PLANNED_OUTPUTS = {"speedscope": (".speedscope.json", ".json"), "pprof": (".pb.gz", ".pprof")}
+PLANNED_OUTPUTS: dict = {}
 
 
 def input_formats() -> tuple:

@@ -295,6 +295,14 @@ class Profile:
     # Interval data in time order, for flame charts: [(stack, weight)], adjacent equal
     # stacks merged (set by the off-CPU path when AggregateOptions.timeline is on).
     sequence: Optional[list] = None
+    # The same parts with their times, for time-ordered outputs (speedscope's evented
+    # profiles): [(task, start_ns, end_ns, stack)] in emission order, each stack as in
+    # ``samples`` (before rounding and filtering of 0 µs), plus each on-CPU span of the
+    # kept threads as (task, start_ns, end_ns, (THREAD frame, ONCPU_FRAME)). Also only
+    # with AggregateOptions.timeline.
+    periods: Optional[list] = None
+    # The input paths, for outputs that name their source (speedscope's ``name``).
+    sources: tuple = ()
     # Messages for the user (printed on stderr by the CLI, one per line).
     warnings: list = field(default_factory=list)
     # Counts of what was skipped or inferred, by reason.

@@ -20,9 +20,9 @@ from .analysis import Analysis
 from .errors import OffconvError
 from .intervals import intervals
 from .latency import log2_buckets
-from .model import (BLOCKED, DELIMITER, KERNEL, OFFCPU, OFFCPU_MODES, PREEMPTED_FRAME, RUNQ,
-                    RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period,
-                    Profile, Task, blocked_frame, thread_frame)
+from .model import (BLOCKED, DELIMITER, KERNEL, OFFCPU, OFFCPU_MODES, ONCPU_FRAME,
+                    PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram,
+                    OnCpu, Period, Profile, Task, blocked_frame, thread_frame)
 from .options import AggregateOptions
 from .units import ns_to_us
 
@@ -79,6 +79,8 @@ class _Builder:
         self.threads: dict = {}
         self.pid_from_tid = False
         self.timeline: Optional[list] = [] if opts.timeline else None
+        # (task, start_ns, end_ns, stack) of every part added and every on-CPU span
+        self.periods: Optional[list] = [] if opts.timeline else None
         self._start = 0
         self.analysis = Analysis(threads_filtered=bool(
             opts.filter_pids or opts.filter_tids or opts.comm or opts.states))
@@ -134,6 +136,7 @@ class _Builder:
         self.ns[key] = self.ns.get(key, 0) + ns
         if self.timeline is not None:
             self.timeline.append((self._start, key, ns))
+            self.periods.append((key[0].task, self._start, self._start + ns, key))
 
     # -- the record stream ----------------------------------------------------------
     def feed(self, rec) -> None:
@@ -141,6 +144,9 @@ class _Builder:
             return
         if rec.__class__ is OnCpu:
             self.analysis.add_oncpu(rec)
+            if self.periods is not None:
+                self.periods.append((rec.task, rec.start_ns, rec.end_ns,
+                                     (self.thread(rec.task), ONCPU_FRAME)))
         else:
             self.period(rec)
 
@@ -182,6 +188,7 @@ class _Builder:
         elif mode == BLOCKED and blocked and self._in_range(b_ns):
             self._add((thread,) + frames, b_ns)
         elif mode == RUNQ and runq and self._in_range(r_ns):
+            self._start = p.runq_start_ns
             self._add((thread,) + frames, r_ns)
         elif mode == WAKEUP and blocked and p.waker is not None and self._in_range(b_ns):
             waker = self.frames(p.waker_stack)[::-1]
@@ -206,6 +213,7 @@ class _Builder:
         prof.warnings = self.warnings()
         if self.timeline is not None:
             prof.sequence = time_order(self.timeline)
+            prof.periods = self.periods
         return prof
 
     def warnings(self) -> list:

@@ -1,0 +1,260 @@
+"""speedscope output: the file's structure and numbers against the profile, evented
+profiles that nest and keep time order (a property test), hostile names kept exactly,
+deterministic bytes, the CLI suffixes, and every recorded fixture through the real
+speedscope (/work/shared/tools/speedscope-check)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from offconv import formats, pipeline
+from offconv.model import (ONCPU_FRAME, RUNQ_FRAME, STATE, THREAD, Frame, Profile, Task,
+                           blocked_frame, thread_frame)
+from offconv.options import AggregateOptions, Options
+from offconv.renderers import speedscope
+
+ROOT = Path(__file__).parent.parent
+FIX = Path(__file__).parent / "fixtures"
+REC = FIX / "recorded"
+VICTIM = REC / "e2e_victim_a_small" / "e2e_victim_a_small.perf-script.txt"
+RECORDED = sorted(REC.glob("*/*.perf-script*.txt*")) + sorted(REC.glob("verdict/*/*.perf-script.txt.gz"))
+CHECK = Path("/work/shared/tools/speedscope-check")
+ON_CPU = FIX / "flamegraph-test" / "perf-cycles-instructions-01.txt"
+
+
+def convert(path, **agg) -> dict:
+    fmt = formats.output_format("speedscope")
+    opts = Options(aggregate=AggregateOptions(timeline=True, **agg))
+    p = pipeline.load([str(path)], opts, state_split_default=fmt.state_split)
+    p.sources = (str(path),)
+    buf = io.StringIO()
+    fmt.render(p, buf, opts)
+    return p, json.loads(buf.getvalue())
+
+
+def check_events(prof: dict, nframes: int) -> None:
+    """speedscope's importer rules: O/C nest, never go back in time, close everything."""
+    stack, last = [], prof["startValue"]
+    for ev in prof["events"]:
+        assert 0 <= ev["frame"] < nframes
+        assert ev["at"] >= last, "went back in time"
+        last = ev["at"]
+        if ev["type"] == "O":
+            stack.append(ev["frame"])
+        else:
+            assert stack and stack[-1] == ev["frame"], "close out of order"
+            stack.pop()
+    assert not stack, "frames left open"
+    assert last <= prof["endValue"]
+
+
+# -- structure -----------------------------------------------------------------------
+
+def test_document_matches_the_profile():
+    p, doc = convert(VICTIM)
+    assert doc["$schema"] == speedscope.SCHEMA
+    assert doc["exporter"].startswith("offconv@")
+    assert doc["name"] == str(VICTIM)
+    frames = doc["shared"]["frames"]
+    assert len({(f["name"], f.get("file")) for f in frames}) == len(frames)
+    sampled = [x for x in doc["profiles"] if x["type"] == "sampled"]
+    evented = [x for x in doc["profiles"] if x["type"] == "evented"]
+    # one sampled profile per thread; totals per thread equal the profile's
+    by_thread: dict = {}
+    for stack, w in p.samples.items():
+        by_thread[speedscope.thread_name(stack[0].task, "")] = \
+            by_thread.get(speedscope.thread_name(stack[0].task, ""), 0) + w
+    assert {x["name"]: sum(x["weights"]) for x in sampled} == by_thread
+    totals = [sum(x["weights"]) for x in sampled]
+    assert totals == sorted(totals, reverse=True) and doc["activeProfileIndex"] == 0
+    assert all(x["unit"] == "microseconds" for x in sampled)
+    assert all(x["endValue"] == sum(x["weights"]) for x in sampled)
+    # sched input: an evented profile after each sampled one
+    assert [x["name"] for x in evented] == [f"{x['name']}: time order" for x in sampled]
+    names = [f["name"] for f in frames]
+    for x in evented:
+        check_events(x, len(frames))
+    # the state split is there (as in the SVG), the thread frame is not (it is the profile)
+    roots = {names[s[0]] for x in sampled for s in x["samples"] if s}
+    assert "[blocked S]" in roots and "[run queue]" in roots
+    assert all(r.startswith("[") for r in roots)
+    assert "victim-main" not in names and "[on-CPU]" in names
+
+
+def test_sampled_stacks_are_the_folded_stacks():
+    p, doc = convert(VICTIM)
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    got: dict = {}
+    for x in doc["profiles"]:
+        if x["type"] == "sampled":
+            comm = x["name"].split(" ")[0]
+            for s, w in zip(x["samples"], x["weights"]):
+                key = ";".join([comm] + [names[i] for i in s])
+                got[key] = got.get(key, 0) + w
+    from conftest import folded_dict
+    assert got == folded_dict(p)
+
+
+def test_evented_time_per_thread_is_its_off_and_on_cpu_time():
+    """The evented profile of victim-main: its off-CPU parts add up to the sampled total
+    (before rounding to µs), and each frame is open exactly as long as the parts say."""
+    p, doc = convert(VICTIM)
+    frames = doc["shared"]["frames"]
+    i = next(k for k, x in enumerate(doc["profiles"]) if x["name"].startswith("victim-main 24685"))
+    sampled, evented = doc["profiles"][i], doc["profiles"][i + 1]
+    assert evented["type"] == "evented"
+    open_at, root_time, depth = {}, {}, 0
+    for ev in evented["events"]:
+        if ev["type"] == "O":
+            depth += 1
+            if depth == 1:
+                open_at[ev["frame"]] = ev["at"]
+        else:
+            depth -= 1
+            if depth == 0:
+                name = frames[ev["frame"]]["name"]
+                root_time[name] = root_time.get(name, 0) + ev["at"] - open_at.pop(ev["frame"])
+    off_ns = sum(v for k, v in root_time.items() if k != "[on-CPU]")
+    # every part of the thread, before rounding each stack's sum to µs
+    parts_ns = sum(e - s for t, s, e, st in p.periods if t.tid == 24685 and st[1] != ONCPU_FRAME)
+    assert off_ns == parts_ns
+    assert abs(off_ns / 1000 - sum(sampled["weights"])) <= len(sampled["weights"])
+    tt = next(t for t in p.analysis.threads.values() if t.tid == 24685)
+    assert root_time["[on-CPU]"] == tt.oncpu_ns
+    assert evented["endValue"] == p.analysis.last_ns - p.analysis.first_ns
+
+
+def test_oncpu_input_has_counts_and_no_evented_profile():
+    _, doc = convert(ON_CPU)
+    assert doc["profiles"] and all(x["type"] == "sampled" and x["unit"] == "none"
+                                   for x in doc["profiles"])
+
+
+def test_empty_profile_is_an_error():
+    from offconv.errors import OffconvError
+    with pytest.raises(OffconvError, match="nothing to export"):
+        speedscope.render(Profile(), io.StringIO(), Options())
+
+
+# -- hostile names ---------------------------------------------------------------------
+
+HOSTILE = ['a"b', "back\\slash", "ctl\x01\x1f\x7f", "</script><script>alert(1)</script>",
+           "tab\there\nnewline", "uni \u2028 \u00e9 \U0001F600", "{}[],:", ""]
+
+
+def test_hostile_names_are_kept_exactly():
+    task = Task('comm "x" </script>', 1, 2)
+    stacks = {}
+    for i, name in enumerate(HOSTILE):
+        stacks[(thread_frame(task), Frame(name, f"/lib/{name}.so", "user"), Frame(str(i)))] = i + 1
+    p = Profile(unit="us", mode="offcpu", samples=stacks)
+    buf = io.StringIO()
+    speedscope.render(p, buf, Options())
+    text = buf.getvalue()
+    assert text.isascii() and "\n" not in text[:-1]
+    doc = json.loads(text)
+    names = {f["name"] for f in doc["shared"]["frames"]}
+    files = {f.get("file") for f in doc["shared"]["frames"]}
+    for name in HOSTILE:
+        assert name in names and f"/lib/{name}.so" in files
+    assert doc["profiles"][0]["name"] == 'comm "x" </script> 1/2'
+
+
+# -- evented profiles: a property test ------------------------------------------------
+
+T = Task("t", 1, 1)
+FRAMES = [Frame(n, "m", "kernel") for n in "abcd"] + [blocked_frame("S"), RUNQ_FRAME]
+part = st.tuples(st.integers(0, 10_000), st.integers(0, 3_000),
+                 st.lists(st.sampled_from(FRAMES), min_size=0, max_size=4),
+                 st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(part, min_size=1, max_size=25))
+def test_evented_events_nest_and_never_go_back_in_time(parts):
+    """Parts in any order, overlapping or not, empty stacks, repeated frames: the events
+    always nest, never go back in time, and each frame is open no longer than its parts."""
+    th = thread_frame(T)
+    periods, samples = [], {}
+    for start, length, frames, oncpu in parts:
+        stack = (th, ONCPU_FRAME) if oncpu else (th,) + tuple(frames)
+        periods.append((T, 1000 + start, 1000 + start + length, stack))
+        samples[(th,) + tuple(frames)] = samples.get((th,) + tuple(frames), 0) + 1
+    p = Profile(unit="us", mode="offcpu", samples=samples, periods=periods)
+    p.analysis = type("A", (), {"first_ns": 1000, "last_ns": 1000 + 13_000})()
+    doc = speedscope.document(p, Options())
+    ev = [x for x in doc["profiles"] if x["type"] == "evented"]
+    if not ev:      # every part was empty, or hidden behind an earlier one
+        return
+    assert len(ev) == 1
+    check_events(ev[0], len(doc["shared"]["frames"]))
+    # the open time of the root frames is at most the union of the parts
+    covered = set()
+    for start, length, frames, oncpu in parts:
+        if frames or oncpu:
+            covered.update(range(start, start + length))
+    depth, t_prev, busy = 0, None, 0
+    for e in ev[0]["events"]:
+        if depth and t_prev is not None:
+            busy += e["at"] - t_prev
+        depth += 1 if e["type"] == "O" else -1
+        t_prev = e["at"]
+    assert busy <= len(covered)
+
+
+# -- determinism and CLI ------------------------------------------------------------------
+
+def run(*args, stdout=subprocess.PIPE):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "offconv", *args], stdout=stdout,
+                          stderr=subprocess.PIPE, env=env, cwd=ROOT)
+
+
+@pytest.mark.parametrize("how", [["-o", "{d}/x.json"], ["-o", "{d}/x.speedscope.json"],
+                                 ["--to", "speedscope", "-o", "{d}/x.out"]])
+def test_cli_writes_speedscope_and_the_bytes_repeat(tmp_path, how):
+    outs = []
+    for n in range(2):
+        d = tmp_path / str(n)
+        d.mkdir()
+        args = [a.format(d=d) for a in how]
+        r = run(str(VICTIM), *args)
+        assert r.returncode == 0, r.stderr
+        outs.append(Path(args[-1]).read_bytes())
+    assert outs[0] == outs[1]
+    assert json.loads(outs[0])["$schema"] == speedscope.SCHEMA
+
+
+def test_cli_stdout():
+    r = run(str(VICTIM), "--to", "speedscope")
+    assert r.returncode == 0 and json.loads(r.stdout)["profiles"]
+
+
+# -- the real speedscope ------------------------------------------------------------------
+
+def test_every_recorded_fixture_loads_in_speedscope_browser(tmp_path):
+    if not CHECK.exists():
+        pytest.skip(f"{CHECK} is not there")
+    if not shutil.which("npm") or not (os.environ.get("OFFCONV_CHROMIUM")
+                                       or Path("/usr/bin/chromium").exists()):
+        pytest.skip("speedscope-check needs npm and Chromium")
+    assert len(RECORDED) >= 15
+    outs = []
+    for i, path in enumerate(RECORDED):
+        out = tmp_path / f"{i:02d}-{path.name.split('.')[0]}.speedscope.json"
+        r = run(str(path), "-o", str(out))
+        assert r.returncode == 0, (path, r.stderr)
+        outs.append(str(out))
+    r = subprocess.run([str(CHECK), *outs], capture_output=True, text=True, timeout=1800)
+    tail = "\n".join(r.stdout.splitlines()[-30:])
+    assert r.returncode == 0, tail
+    assert f"{len(outs)} accepted, 0 rejected" in r.stdout, tail
