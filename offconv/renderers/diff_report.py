@@ -45,21 +45,21 @@ def render_text(data: dict, out: TextIO) -> None:
         w(f"BEFORE scaled by {data['before_scale']} to AFTER's total (-n)\n")
     if data["verdict"]:
         w(f"verdict: {data['verdict']}\n")
-    w(f"\n{'':22}{'before':>12}{'after':>12}  delta\n")
+    w(f"\n{'':20}{'before':>14}{'after':>14}  delta\n")
     labels = {"total": "total", "blocked": "blocked", "runq": "run queue"}
     for k, p in data["totals"].items():
-        w(f"{labels[k]:22}{_cell(p['before'], fmt):>12}{_cell(p['after'], fmt):>12}  "
+        w(f"{labels[k]:20}{_cell(p['before'], fmt):>14}{_cell(p['after'], fmt):>14}  "
           f"{_delta(p, fmt)}\n")
     if data["causes"]:
         w("\nblocked time by cause\n")
         for c in data["causes"]:
-            w(f"  {c['cause']:20}{fmt(c['before']):>12}{fmt(c['after']):>12}  {_delta(c, fmt)}\n")
+            w(f"  {c['cause']:18}{fmt(c['before']):>14}{fmt(c['after']):>14}  {_delta(c, fmt)}\n")
     if data["latency"]:
         w("\nlatency percentiles\n")
         for kind, name in (("blocked", "blocked"), ("runq", "run queue")):
             for p, v in data["latency"][kind].items():
                 label = f"{name} {p[:-3]}"
-                w(f"  {label:20}{_cell(v['before'], human_us):>12}{_cell(v['after'], human_us):>12}"
+                w(f"  {label:18}{_cell(v['before'], human_us):>14}{_cell(v['after'], human_us):>14}"
                   f"  {_delta(v, human_us)}\n")
     for title, key in (("grew most", "grew"), ("shrank most", "shrank")):
         if data[key]:
