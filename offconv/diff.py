@@ -140,6 +140,41 @@ def _side_report(profile: Profile, opts):
     return report_data(profile, opts)
 
 
+def _side_latency(profile: Profile, data) -> Optional[dict]:
+    """{kind: {p50_us, p90_us, p99_us}} of one side: exact (nearest rank over the
+    intervals) when it has sched events, else estimated from its latency histograms
+    (``Histogram.kind`` blocked / runq: the upper bound of the bucket holding the rank,
+    i.e. "at most"), else None."""
+    if data is not None:
+        return data["latency"]
+    from .model import BLOCKED, RUNQ, TIME_UNITS
+    out = {}
+    for h in profile.histograms:
+        if h.kind not in (BLOCKED, RUNQ) or h.unit not in TIME_UNITS or h.kind in out:
+            continue
+        out[h.kind] = histogram_percentiles(h.buckets, TIME_UNITS[h.unit] / 1000)
+    return out or None
+
+
+def histogram_percentiles(buckets, us_per_unit: float) -> dict:
+    """p50/p90/p99 (µs) of (lo, hi, count) buckets: the upper bound of the bucket holding
+    the nearest rank (the lower bound for an overflow bucket ``[x, ...)``)."""
+    n = sum(c for _, _, c in buckets)
+    out = {}
+    for p in (50, 90, 99):
+        if not n:
+            out[f"p{p}_us"] = None
+            continue
+        rank, seen = max(1, -(-p * n // 100)), 0
+        for lo, hi, c in buckets:
+            seen += c
+            if seen >= rank:
+                bound = hi if hi is not None else lo
+                out[f"p{p}_us"] = _num(round(bound * us_per_unit, 3))
+                break
+    return out
+
+
 def _verdict(profile: Profile, data, ropts: ReportOptions):
     if data is None:
         return None
@@ -169,7 +204,9 @@ def report(diff: Diff, opts=None, paths: tuple = ("", ""), top: int = 10) -> dic
         ca = {c["cause"]: c["blocked_us"] for c in da["causes"]}
         for c in sorted(set(cb) | set(ca), key=lambda c: (-(ca.get(c, 0)), c)):
             causes.append({"cause": c, **_pair(cb.get(c, 0), ca.get(c, 0))})
-        latency = {kind: {p: _pair(db["latency"][kind].get(p), da["latency"][kind].get(p))
+    lb, la = _side_latency(diff.before, db), _side_latency(diff.after, da)
+    if lb is not None and la is not None:
+        latency = {kind: {p: _pair(lb.get(kind, {}).get(p), la.get(kind, {}).get(p))
                           for p in ("p50_us", "p90_us", "p99_us")}
                    for kind in ("blocked", "runq")}
     deltas = [(";".join(k), b, a, a - b) for k, (b, a) in diff.rows.items() if a != b]
@@ -200,9 +237,11 @@ def _measure(data: dict, what: str) -> list:
     if what == "total":
         return [("total " + ("off-CPU" if data["mode"] != "oncpu" else "weight"),
                  data["totals"]["total"])]
-    if data["latency"] is None:
+    need = data["latency"] is None if what == "p99" else "blocked" not in data["totals"]
+    if need:
         raise OffconvError(f"diff: --fail-on {what}: needs sched events (perf sched_switch "
-                           "recordings) on both sides")
+                           "recordings) on both sides" + ("" if what != "p99" else
+                                                          ", or latency histograms"))
     if what in ("blocked", "runq"):
         return [(("blocked" if what == "blocked" else "run-queue") + " time",
                  data["totals"][what])]

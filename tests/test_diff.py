@@ -141,6 +141,9 @@ def test_bad_input_and_bad_options_exit_2(tmp_path):
     assert run("diff", D / "before.folded").exit_code == 2
     r = run("diff", D / "before.folded", D / "after.folded", "--fail-above", "1", "--fail-on", "p99")
     assert r.exit_code == 2 and "needs sched events" in r.stderr
+    for what in ("blocked", "lock"):
+        r = run("diff", D / "before.folded", D / "after.folded", "--fail-above", "1", "--fail-on", what)
+        assert r.exit_code == 2 and r.stderr.startswith(f"offconv: diff: --fail-on {what}: needs sched")
 
 
 # -- real recordings: the lock held 50 ms (before) vs 25 ms (after) ------------------------
@@ -249,3 +252,17 @@ def test_differential_svg_of_real_recordings_passes_svg_check(tmp_path):
     p = subprocess.run([str(SVG_CHECK), str(out), "--search", "futex", "--click", "victim"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_latency_from_histograms_when_a_side_has_no_sched_events():
+    from offconv.diff import compare, report
+    from offconv.model import Frame, Histogram, Profile
+    def side(scale):
+        p = Profile(unit="us", mode="offcpu", samples={(Frame("t", kind="thread"), Frame("x")): 10 * scale})
+        # bpftrace hist() of run-queue latency in µs: 90 waits in [4, 8), 10 in [64, 128)
+        p.histograms.append(Histogram("runq_us", (), "us", ((4, 8, 90), (64 * scale, 128 * scale, 10)), "runq"))
+        return p
+    j = report(compare(side(1), side(2)))
+    assert j["latency"]["runq"]["p50_us"] == {"before": 8, "after": 8, "delta": 0, "delta_pct": 0.0}
+    assert j["latency"]["runq"]["p99_us"] == {"before": 128, "after": 256, "delta": 128, "delta_pct": 100.0}
+    assert j["latency"]["blocked"]["p99_us"]["delta"] is None  # no blocked histogram: unknown, not 0
