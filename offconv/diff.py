@@ -28,7 +28,7 @@ from typing import Optional
 
 from .causes import CAUSES, classify
 from .errors import OffconvError
-from .model import THREAD, Frame, Profile
+from .model import Frame, Profile
 from .naming import Namer
 from .options import NamingOptions, ReportOptions
 
