@@ -75,6 +75,11 @@ def _states(ctx, param, value) -> Optional[frozenset]:
         raise click.BadParameter(e.message.removeprefix("--state: ")) from None
 
 
+def _diff_fail_on() -> list:
+    from .diff import FAIL_ON_CHOICES
+    return list(FAIL_ON_CHOICES)
+
+
 def input_options(f):
     """Options shared by the default command and ``report``: parsing, naming, filters."""
     opts = [
@@ -253,7 +258,8 @@ def app():
       offconv report perf.txt [--json]    blocked vs run-queue, causes, verdict
 
     \b
-    Not available yet: 'offconv diff' and 'offconv record'.
+    Not available yet: 'offconv record'.
+    Compare two recordings: offconv diff BEFORE AFTER [-o diff.svg] [--fail-above PCT].
     Options of the default command: offconv convert --help.
     Exit codes: 0 ok, 1 diff --fail-above exceeded, 2 usage or input error.
     """
@@ -320,12 +326,96 @@ def report(inputs, as_json, out, runq_p99_long_us, runq_share_long, blocked_p99_
     write_output(fmt, profile, opts, out)
 
 
-@app.command("diff", context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def diff(args):
-    """Not available yet: differential profiles (before/after) come in a later release."""
-    raise OffconvError("diff: not available yet (differential flame graphs are planned; "
-                       "meanwhile: difffolded.pl before.folded after.folded | flamegraph.pl)")
+@app.command("diff", context_settings={"help_option_names": ["-h", "--help"]})
+@input_options
+@click.option("-o", "--output", "out", metavar="OUT",
+              help="Output file; .svg, .json (the diff report), .folded/.txt. Default: "
+                   "three-column folded text (stack before after) on stdout.")
+@click.option("--to", "to", type=click.Choice(["folded", "svg", "report", "json"]),
+              help="Output format (wins over the suffix).")
+@click.option("-n", "--normalize", is_flag=True,
+              help="Scale BEFORE to AFTER's total (difffolded.pl -n).")
+@click.option("-s", "--strip-hex", is_flag=True,
+              help="Replace hex addresses with 0x... before matching (difffolded.pl -s).")
+@click.option("--fail-above", type=click.FloatRange(min=0), metavar="PCT",
+              help="Exit 1 when what --fail-on names grew by more than PCT percent.")
+@click.option("--fail-on", multiple=True, metavar="WHAT",
+              type=click.Choice(_diff_fail_on()),
+              help="What --fail-above compares (repeatable; default total): total, blocked, "
+                   "runq, p99 (blocked and run-queue), or a cause (lock, disk, ...).")
+@click.option("--quiet", "-q", is_flag=True, help="No warnings or summary line on stderr.")
+@click.option("--json", "as_json", is_flag=True,
+              help="The diff report as JSON on stdout (with -o: besides OUT).")
+@click.option("--top", type=click.IntRange(min=1), default=_R.top, show_default=True,
+              help="Stacks listed as grown / shrunk most.")
+@flame_options
+def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_json, top, **kw):
+    """Compare BEFORE and AFTER (any input offconv reads, both loaded with the same
+    options): a differential folded file (difffolded.pl's layout), a differential flame
+    graph (widths from AFTER, red = grew, blue = shrank; --negate: BEFORE's widths), or a
+    report of what changed. Exit 1 with --fail-above when it grew too much (CI)."""
+    from . import pipeline
+    from . import diff as differ
+    from .renderers import diff_report
+    if len(inputs) != 2:
+        raise click.UsageError(f"diff takes two inputs, BEFORE and AFTER (got {len(inputs)})")
+    opts = build_options(kw)
+    if to is None and out not in (None, "-"):
+        low = out.lower()
+        to = ("svg" if low.endswith(".svg") else "json" if low.endswith(".json")
+              else "folded" if low.endswith((".folded", ".collapsed", ".txt")) else None)
+        if to is None:
+            raise OffconvError(f"{out}: cannot tell the output format from the file name: "
+                               "give --to (folded, svg, report, json)")
+    if to is None:
+        to = "json" if as_json else "folded"
+    split = formats.output_format("svg").state_split if to == "svg" else False
+    sides = [pipeline.load([p], opts, kw["from_format"], state_split_default=split) for p in inputs]
+    if not quiet:
+        for p in sides:
+            _warn(p)
+    d = differ.compare(sides[0], sides[1], opts.naming, normalize, strip_hex)
+    data = differ.report(d, opts, tuple(inputs), top)
+    checks = []
+    if fail_above is not None:
+        checks = differ.check(d, data, fail_above, tuple(fail_on),
+                              diff_report.value_formatter(d.profile.unit))
+        data["checks"] = [{k: v for k, v in c.items() if k != "message"} for c in checks]
+    if to == "svg":
+        prof = d.profile
+        if kw["negate"]:  # flamegraph.pl's way: difffolded AFTER BEFORE | flamegraph.pl --negate
+            prof = replace(prof, samples=prof.before or {}, before=prof.samples)
+        write_output(formats.output_format("svg"), prof, opts, out)
+    elif to == "folded":
+        write_output(formats.output_format("folded"), d.profile, opts, out)
+    else:
+        render = diff_report.render_json if to == "json" else diff_report.render_text
+        write_output(_DiffReportFormat(render, data), None, opts, out)
+    if as_json and not (to == "json" and out in (None, "-")):
+        diff_report.render_json(data, sys.stdout)
+    if not quiet:
+        t = data["totals"]["total"]
+        fmt = diff_report.value_formatter(d.profile.unit)
+        click.echo(f"offconv: diff: total {fmt(t['before'])} -> {fmt(t['after'])} "
+                   f"({diff_report._delta(t, fmt)}); {data['verdict'] or 'no verdict (no sched events)'}",
+                   err=True)
+    failed = [c for c in checks if c["failed"]]
+    if failed:
+        for c in failed:
+            click.echo(f"offconv: {c['message']}", err=True)
+        sys.exit(1)
+
+
+class _DiffReportFormat:
+    """write_output's view of the diff report renderers (text, not binary)."""
+
+    binary = False
+
+    def __init__(self, render, data):
+        self._render, self._data = render, data
+
+    def render(self, profile, out, opts):
+        self._render(self._data, out)
 
 
 class _PassThrough(click.Command):

@@ -140,7 +140,7 @@ def test_values_in_the_unit_that_reads_best():
 
 def test_differential_shows_before_after_delta_and_red_blue():
     rows = frames_of(svg_text(folded_profile(load_fixture("diff.folded"))))
-    by = {t.rsplit(" (", 1)[0]: (t, rgb(f)) for t, f, _ in rows}
+    by = {t.split(" (", 1)[0]: (t, rgb(f)) for t, f, _ in rows}
     title, (r, g, b) = by["execute"]
     assert "before 7 samples, after 14 samples, delta +7 samples" in title and r == 255 and g < 255
     title, (r, g, b) = by["parse"]

@@ -34,7 +34,9 @@ class Box(NamedTuple):
     """One drawn frame. ``depth`` 0 is the root ("all"), 1 the thread-name frame.
     ``start`` and ``value`` are in profile units (``value`` is the after column of a
     differential); ``before`` is the before column through this frame (differentials
-    only); ``flags`` are palette families (run queue, blocked, waker)."""
+    only); ``flags`` are palette families (run queue, blocked, waker). ``delta`` is the
+    frame's *own* change (differentials only): after - before of the stack that ends at
+    this frame, 0 for a frame with no self time -- what flamegraph.pl colours by."""
 
     name: str
     depth: int
@@ -42,6 +44,7 @@ class Box(NamedTuple):
     value: float
     before: Optional[float]
     flags: int
+    delta: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class Layout:
     total: float         # sum of the weights
     timemax: float       # the 100% width: max(total, --total)
     depth_max: int       # deepest drawn frame
-    max_delta: float     # largest |after - before| of a drawn non-root frame (>= 1)
+    max_delta: float     # largest |after - before| of an input stack (>= 1), flamegraph.pl's maxdelta
 
 
 def parse_minwidth(minwidth) -> tuple[float, bool]:
@@ -129,18 +132,24 @@ def layout(samples, before: Optional[dict] = None, *, reverse: bool = False,
         raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
     cumb = None if befores is None else list(accumulate(befores, initial=0))
     timemax = total if total is not None and total > actual else actual
-    root = (ROOT, 0, 0, actual, None if cumb is None else cumb[-1], 0)
+    # flamegraph.pl (FG:flamegraph.pl flow()): a differential line's delta (col2 - col1)
+    # is added to the frame the line ends at (``$i == $len_b``) and 0 to the frames above
+    # it, so a frame's colour is its own (self) change, not its subtree's; maxdelta is the
+    # largest |delta| of any input line (pruned ones too), at least 1.
+    selfd = None if befores is None else {s: w - b for s, w, b in zip(stacks, weights, befores)}
+    root = (ROOT, 0, 0, actual, None if cumb is None else cumb[-1], 0,
+            None if selfd is None else selfd.get((), 0))
     raw = [root]
-    _walk(stacks, cum, cumb, min_value, flamechart, raw, flags or {})
+    _walk(stacks, cum, cumb, min_value, flamechart, raw, flags or {}, selfd)
     boxes = list(map(partial(tuple.__new__, Box), raw))
     depth_max = max(b[1] for b in raw)
     max_delta = 1.0
-    if cumb is not None:
-        max_delta = max([1.0] + [abs(b[3] - b[4]) for b in raw[1:]])
+    if selfd:
+        max_delta = max(1.0, max(abs(d) for d in selfd.values()))
     return Layout(boxes, actual, timemax, depth_max, max_delta)
 
 
-def _walk(stacks, cum, cumb, min_value, flamechart, out, table) -> None:
+def _walk(stacks, cum, cumb, min_value, flamechart, out, table, selfd=None) -> None:
     """Append the drawn frames below the root to ``out`` as Box-shaped tuples."""
     todo = [(0, len(stacks), 0, 0, 0)]  # (lo, hi, index in stack, start, parent flags)
     pop, emit = todo.pop, out.append
@@ -170,10 +179,11 @@ def _walk(stacks, cum, cumb, min_value, flamechart, out, table) -> None:
                 family, bits = table.get(name, _NONE)
                 flags = pflags | family if d == 1 else pflags
                 b = None if cumb is None else cumb[j] - cumb[i]
-                emit((name, depth, start, value, b, flags | bits))
+                sd = None if selfd is None else selfd.get(stack[:depth], 0)
+                emit((name, depth, start, value, b, flags | bits, sd))
                 cflags = flags | FAMILY_WAKER if family == FAMILY_WAKER else flags
                 if j - i == 1:
-                    _tail(stack, depth, start, value, b, cflags, emit, table)
+                    _tail(stack, depth, start, value, b, cflags, emit, table, selfd)
                 else:
                     push((i, j, depth, start, cflags))
             start += value
@@ -183,13 +193,15 @@ def _walk(stacks, cum, cumb, min_value, flamechart, out, table) -> None:
             todo.extend(kids)  # popped left to right: frames come out in pre-order
 
 
-def _tail(stack, depth, start, value, before, flags, emit, table) -> None:
+def _tail(stack, depth, start, value, before, flags, emit, table, selfd=None) -> None:
     """A frame with a single stack below it: the rest of that stack, all as wide."""
+    last = len(stack) - 1
     for k in range(depth, len(stack)):
         name = stack[k]
         family, bits = table.get(name, _NONE)
         if k == 1:
             flags |= family
-        emit((name, k + 1, start, value, before, flags | bits))
+        sd = None if selfd is None else (selfd[stack] if k == last else 0)
+        emit((name, k + 1, start, value, before, flags | bits, sd))
         if family == FAMILY_WAKER:
             flags |= FAMILY_WAKER

@@ -264,4 +264,4 @@ def diff_color(delta: float, max_delta: float) -> str:
     if delta < 0:
         c = int(210 * (max_delta + max(delta, -max_delta)) / max_delta)
         return f"rgb({c},{c},255)"
-    return "rgb(250,250,250)"
+    return "rgb(255,255,255)"

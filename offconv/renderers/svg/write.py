@@ -180,7 +180,7 @@ def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
     color = Colorizer(style.palette, style.use_hash, style.state_split)
     names: dict = {}
     append = parts.append
-    for name, depth, start, value, before, flags in lay.boxes:
+    for name, depth, start, value, before, flags, own in lay.boxes:
         shown = names.get(name)
         if shown is None:
             bare = strip_annotation(name)
@@ -190,9 +190,9 @@ def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
         w = x2 - x1
         if depth == 0:
             info = f"all ({fmt(value)}, 100%)"
-            fill = "rgb(250,250,250)" if differential else color("all", 0)
+            fill = diff_color(own or 0, lay.max_delta) if differential else color("all", 0)
         elif differential:
-            info, fill = _diff_info(shown[0], value, before, fmt, pct_of, lay, style)
+            info, fill, mark = _diff_info(shown[0], value, before, own, fmt, pct_of, lay, style)
         else:
             info = f"{shown[0]} ({fmt(value)}, {value * pct_of:.2f}%)"
             fill = color(name, flags)
@@ -202,19 +202,43 @@ def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
             bare = shown[1]
             label = shown[0] if len(bare) <= chars else escape(bare[:chars - 2] + "..")
         ry, ty = rows[depth]
+        if differential and depth and mark:  # appeared / vanished: a class and a dashed outline
+            append(f'<g class="{mark}"><title>{info}</title><rect x="{x1:.1f}" y="{ry}" '
+                   f'width="{w:.1f}" height="{rect_h}" fill="{fill}" stroke="rgb(0,0,0)" '
+                   f'stroke-width="1" stroke-dasharray="3,2"/><text x="{x1 + 3:.2f}" '
+                   f'y="{ty}">{label}</text></g>\n')
+            continue
         append(f'<g><title>{info}</title><rect x="{x1:.1f}" y="{ry}" width="{w:.1f}" '
                f'height="{rect_h}" fill="{fill}"/><text x="{x1 + 3:.2f}" y="{ty}">{label}'
                '</text></g>\n')
 
 
-def _diff_info(esc_name: str, after: float, before: Optional[float], fmt, pct_of: float,
-               lay: Layout, style: Style):
-    before = before or 0
-    delta = after - before
+def _signed(text: str, v: float) -> str:
+    return ("+" if v > 0 else "") + text
+
+
+def _diff_info(esc_name: str, value: float, col1: Optional[float], own: Optional[float], fmt,
+               pct_of: float, lay: Layout, style: Style):
+    """Tooltip, fill and mark of a differential frame.
+
+    Colour: flamegraph.pl's ``color_scale($delta, $maxdelta)`` of the frame's *own* delta
+    (``own``, after - before of the stack ending at this frame; 0 for a parent with no
+    self time), negated with --negate; its ``+D%`` is that own delta over the total, as in
+    flamegraph.pl's tooltip. Then the subtree's before, after and delta (absolute and
+    relative to before). The width column is the second one; with --negate the input is
+    ``AFTER BEFORE`` (flamegraph.pl's ``difffolded.pl f2 f1 | flamegraph.pl --negate``),
+    so the width is BEFORE's and the first column AFTER's. Mark: "new" (appeared: no
+    before), "gone" (vanished: no after, drawn only with BEFORE's widths)."""
+    col1 = col1 or 0
+    own = own or 0
     if style.negate:
-        delta = -delta
-    sign = "+" if delta > 0 else ""
-    info = (f"{esc_name} ({fmt(after)}, {after * pct_of:.2f}%; {sign}{delta * pct_of:.2f}%; "
-            f"before {fmt(before)}, after {fmt(after)}, delta {sign}{fmt(delta)}"
-            f"{'; new' if not before else ''})")
-    return info, diff_color(delta, lay.max_delta)
+        before, after, own = value, col1, -own
+    else:
+        before, after = col1, value
+    delta = after - before
+    mark = "new" if not before and after else "gone" if before and not after else ""
+    rel = "new" if not before else f"{_signed(f'{delta * 100.0 / before:.1f}', delta)}%"
+    info = (f"{esc_name} ({fmt(value)}, {value * pct_of:.2f}%; {_signed(f'{own * pct_of:.2f}', own)}%; "
+            f"before {fmt(before)}, after {fmt(after)}, delta {_signed(fmt(delta), delta)} "
+            f"({rel}); self {_signed(fmt(own), own)}{'; ' + mark if mark else ''})")
+    return info, diff_color(own, lay.max_delta), mark
