@@ -178,10 +178,9 @@ def histogram_percentiles(buckets, us_per_unit: float) -> dict:
 def _verdict(profile: Profile, data, ropts: ReportOptions):
     if data is None:
         return None
-    from .verdict import decide
     v = data["verdict"]
-    d = decide(profile.analysis, ropts)
-    cause = d.blocked_cause[0] if (d.blocked_cause and v["answer"] in ("waiting", "both")) else None
+    c = v.get("cause")
+    cause = c["cause"] if (c and v["answer"] in ("waiting", "both")) else None
     short = v["answer"] + (f" ({cause})" if cause else "")
     return {"answer": v["answer"], "cause": cause, "short": short, "reason": v["reason"]}
 
