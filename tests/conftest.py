@@ -56,3 +56,14 @@ def split_naming(kw: dict) -> tuple[dict, dict]:
     """(naming kwargs, the rest) of a test's keyword arguments."""
     naming = {k: kw.pop(k) for k in list(kw) if k in NAMING_KEYS}
     return naming, kw
+
+
+def shared_tool(name: str) -> Path:
+    """``../shared/tools/NAME`` beside the clone (CI, a checkout), or beside the folder
+    that holds this worktree."""
+    repo = Path(__file__).resolve().parents[1]
+    for base in (repo.parent, repo.parent.parent):
+        p = base / "shared" / "tools" / name
+        if p.exists():
+            return p
+    return repo.parent / "shared" / "tools" / name

@@ -301,7 +301,7 @@ def test_bpftrace_recording_has_the_four_maps(tmp_path, waiter):
 
 
 @needs("bpftrace")
-@pytest.mark.xfail(reason="bpftrace text input lands with the formats issue", strict=False)
+
 def test_bpftrace_output_converts(tmp_path, waiter):
     out = tmp_path / "bt.txt"
     r = record("--backend", "bpftrace", "-d", 2, "-o", out, "--", *waiter, 1, tmp_path / "w.dat",
