@@ -203,7 +203,8 @@ def shape(buckets, unit: str = "us", p99_us: Optional[float] = None) -> dict:
     where = [_where(buckets[i], scale, linear) for i in idx]
     main = max(idx, key=lambda i: buckets[i][2])
     if len(idx) > 1:
-        text = (f"{_ORDINAL.get(len(idx), str(len(idx)))} modes: {' and '.join(where)}: "
+        listed = where[0] if len(where) == 1 else f"{', '.join(where[:-1])} and {where[-1]}"
+        text = (f"{_ORDINAL.get(len(idx), str(len(idx)))} modes: {listed}: "
                 f"{_ORDINAL.get(len(idx), str(len(idx)))} different wait causes, read the stacks")
     else:
         text = f"one mode: {where[0]}"
