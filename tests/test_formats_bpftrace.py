@@ -277,3 +277,19 @@ def test_live_bpftrace_round_trip(tmp_path):
     assert (p.unit, p.mode) == ("us", OFFCPU)
     assert sum(p.samples.values()) == sum(r.weight for r in stacks)
     assert all(k[0].kind == THREAD for k in p.samples)
+
+
+def test_chunked_parse_is_the_same_as_one_parse(monkeypatch):
+    """Big outputs are parsed in chunks cut before '@' lines: same entries, same line
+    numbers, and an error is still reported at its own line."""
+    path = BT / "bt_offcpu_kstack_comm_1.txt"
+    whole = bpftrace.entries(path.read_text(), str(path))
+    monkeypatch.setattr(bpftrace, "CHUNK_LINES", 50)
+    chunked = list(bpftrace.stream_entries(lines_of(path), str(path)))
+    assert chunked == whole and len(whole) > 100
+    text = path.read_text().split("\n")
+    cut = next(i for i in range(60, len(text)) if text[i].startswith("@"))
+    broken = text[:cut - 1] + text[cut:]        # drop the ']: N' line before an '@' line
+    with pytest.raises(ParseError) as e:
+        list(bpftrace.stream_entries(enumerate(broken, 1), "b.txt"))
+    assert e.value.lineno == cut and "closing the stack key" in e.value.message
