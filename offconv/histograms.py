@@ -203,7 +203,8 @@ def shape(buckets, unit: str = "us", p99_us: Optional[float] = None) -> dict:
     where = [_where(buckets[i], scale, linear) for i in idx]
     main = max(idx, key=lambda i: buckets[i][2])
     if len(idx) > 1:
-        text = (f"{_ORDINAL.get(len(idx), str(len(idx)))} modes: {' and '.join(where)}: "
+        listed = where[0] if len(where) == 1 else f"{', '.join(where[:-1])} and {where[-1]}"
+        text = (f"{_ORDINAL.get(len(idx), str(len(idx)))} modes: {listed}: "
                 f"{_ORDINAL.get(len(idx), str(len(idx)))} different wait causes, read the stacks")
     else:
         text = f"one mode: {where[0]}"
@@ -269,22 +270,29 @@ def histogram_verdict(histograms: list, ropts: ReportOptions = ReportOptions()) 
     blocked_long = p99.get(BLOCKED, 0) >= ropts.blocked_p99_long_us
     answer = {(True, True): "both", (False, True): "waiting", (True, False): "capacity",
               (False, False): "on-cpu"}[(runq_long, blocked_long)]
-    rq = (f"run-queue p99 ~{human_us(p99[RUNQ])}" if RUNQ in p99
-          else "no run-queue histogram (run-queue latency unknown)")
-    bl = (f"blocked p99 ~{human_us(p99[BLOCKED])}" if BLOCKED in p99
-          else "no blocked histogram (blocked time unknown)")
+    rq = f"run-queue p99 ~{human_us(p99[RUNQ])}" if RUNQ in p99 else None
+    bl = f"blocked p99 ~{human_us(p99[BLOCKED])}" if BLOCKED in p99 else None
+    missing = [t for t, v in (("no run-queue histogram (run-queue latency unknown)", rq),
+                              ("no blocked histogram (blocked time unknown)", bl)) if v is None]
     if answer == "both":
         reason = (f"{bl} and {rq}: both the blocking path and CPU capacity cost time; fix "
                   "the blocking path first, then add capacity.")
     elif answer == "waiting":
-        reason = (f"{bl}; {rq}: the threads wait for something other than a CPU: read the "
-                  "blocked stacks, adding cores will not help.")
+        reason = (f"{'; '.join([bl] + ([rq] if rq else missing))}: the threads wait for "
+                  "something other than a CPU: read the blocked stacks, adding cores will "
+                  "not help.")
     elif answer == "capacity":
-        reason = (f"{rq}; {bl}: the threads are runnable but wait for a CPU: add cores, run "
-                  "fewer jobs at once or change priorities.")
+        reason = (f"{'; '.join([rq] + ([bl] if bl else missing))}: the threads are runnable "
+                  "but wait for a CPU: add cores, run fewer jobs at once or change priorities.")
+    elif not p99:
+        reason = ("no run-queue or blocked latency histogram (kinds are assumed from the names: "
+                  "runq/rq, block/off/sleep; --kind blocked|runq states it): nothing to say "
+                  "about waiting.")
     else:
-        reason = (f"{rq} and {bl} are short: the time is spent on CPU; profile on-CPU "
-                  "(perf record -F 99 -g).")
+        known = " and ".join(x for x in (rq, bl) if x)
+        reason = (f"{known} {'is' if len(p99) == 1 else 'are'} short"
+                  f"{'; ' + '; '.join(missing) if missing else ''}: the time is spent on CPU; "
+                  "profile on-CPU (perf record -F 99 -g).")
     reason += " (bucket-resolution estimates from histograms; shares of wall time unknown)"
     return {
         "answer": answer, "reason": reason,

@@ -131,8 +131,31 @@ def _expected(names) -> str:
     return " or ".join(wanted) if wanted else "bpftrace output (a map, a histogram row or text)"
 
 
-def entries(text: str, path: str, lenient: bool = False, stats: Optional[dict] = None) -> list:
-    """The map elements of one bpftrace text output, in order."""
+CHUNK_LINES = 5000
+
+
+def stream_entries(lines: Iterable[tuple[int, str]], path: str, lenient: bool = False,
+                   stats: Optional[dict] = None) -> Iterator[Entry]:
+    """``entries`` over an input of any size: the text is parsed in chunks of about
+    CHUNK_LINES lines, each cut before a line starting with ``@`` (every map element
+    starts there, so each chunk is a whole document of the grammar); memory stays bounded."""
+    chunk: list = []
+    first = 1
+    for lineno, line in lines:
+        if len(chunk) >= CHUNK_LINES and line.startswith("@"):
+            yield from entries("\n".join(chunk), path, lenient, stats, first, (lineno, line))
+            chunk, first = [], lineno
+        if not chunk:
+            first = lineno
+        chunk.append(line)
+    if chunk:
+        yield from entries("\n".join(chunk), path, lenient, stats, first)
+
+
+def entries(text: str, path: str, lenient: bool = False, stats: Optional[dict] = None,
+            first: int = 1, after: Optional[tuple] = None) -> list:
+    """The map elements of one bpftrace text output (or one chunk of it, starting at line
+    ``first``; ``after`` is the (lineno, text) that follows the chunk), in order."""
     import lark
     from ..grammar import parser
     p = parser("bpftrace", "start")
@@ -146,22 +169,27 @@ def entries(text: str, path: str, lenient: bool = False, stats: Optional[dict] =
         except lark.exceptions.UnexpectedInput as e:
             lineno = getattr(e, "line", None)
             token = getattr(e, "token", None)
-            if token is not None and token.type == "$END" or not lineno or lineno < 1:
+            at_end = token is not None and token.type == "$END" or not lineno or lineno < 1
+            names = getattr(e, "expected", None) or getattr(e, "allowed", None) or ()
+            if at_end and after is not None and not lenient:
+                raise ParseError(path, after[0], _expected(names),
+                                 got=f"'{after[1].strip()[:60]}'", line=after[1]) from None
+            if at_end:
                 lineno = max(1, len(lines) - 1)
                 while lineno > 1 and not lines[lineno - 1].strip():
                     lineno -= 1
                 got = "the end of the input"
             else:
                 got = None
-            names = getattr(e, "expected", None) or getattr(e, "allowed", None) or ()
             line = lines[lineno - 1] if lineno <= len(lines) else ""
             if got is None:
                 got = f"'{line.strip()[:60]}'" if line.strip() else "a blank line"
             if not lenient:
-                raise ParseError(path, lineno, _expected(names), got=got, line=line) from None
+                raise ParseError(path, lineno + first - 1, _expected(names), got=got,
+                                 line=line) from None
             if stats is not None:
                 stats["skipped_lines"] = stats.get("skipped_lines", 0) + 1
-                stats.setdefault("first_skipped", f"{path}:{lineno}")
+                stats.setdefault("first_skipped", f"{path}:{lineno + first - 1}")
             if got == "the end of the input" or not line.strip():
                 # drop the open item: back to its '@' line
                 k = lineno - 1
@@ -175,21 +203,21 @@ def entries(text: str, path: str, lenient: bool = False, stats: Optional[dict] =
                 lines[lineno - 1] = ""
     else:  # pragma: no cover
         raise ParseError(path, None, "bpftrace output", got="too many malformed lines")
-    return list(_walk(tree))
+    return list(_walk(tree, first - 1))
 
 
-def _walk(tree) -> Iterator[Entry]:
+def _walk(tree, offset: int = 0) -> Iterator[Entry]:
     for item in tree.children:
         kind = item.data
         if kind == "hist":
             head, rows = item.children[0], item.children[1:]
             name, keys = _name_keys(head.rstrip().rstrip(":"))
-            yield Entry(name, keys, _rows(rows), lineno=head.line)
+            yield Entry(name, keys, _rows(rows), lineno=head.line + offset)
         elif kind == "scalar":
             tok = item.children[0]
             m = re.match(r"^(@[A-Za-z_0-9.]*(?:\[.*\])?): (.*)$", str(tok))
             name, keys = _name_keys(m.group(1))
-            yield Entry(name, keys, value=scalar_value(m.group(2)), lineno=tok.line)
+            yield Entry(name, keys, value=scalar_value(m.group(2)), lineno=tok.line + offset)
         elif kind in ("stack_map", "stack_hist"):
             open_tok, parts_tree, close_tok = item.children[:3]
             name, _, before = str(open_tok)[1:].partition("[")
@@ -202,9 +230,9 @@ def _walk(tree) -> Iterator[Entry]:
             if after.startswith(", "):
                 keys.extend(split_keys(after[2:]))
             if kind == "stack_map":
-                yield Entry(name, tuple(keys), value=scalar_value(value), lineno=open_tok.line)
+                yield Entry(name, tuple(keys), value=scalar_value(value), lineno=open_tok.line + offset)
             else:
-                yield Entry(name, tuple(keys), _rows(item.children[3:]), lineno=open_tok.line)
+                yield Entry(name, tuple(keys), _rows(item.children[3:]), lineno=open_tok.line + offset)
 
 
 def _rows(rows) -> tuple:
@@ -305,8 +333,7 @@ def records(items: Iterable[Entry], opts: ParseOptions, stats: Optional[dict] = 
 
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
           stats: Optional[dict] = None) -> Iterator:
-    text = "\n".join(line for _, line in lines)
-    yield from records(entries(text, path, opts.lenient, stats), opts, stats)
+    yield from records(stream_entries(lines, path, opts.lenient, stats), opts, stats)
 
 
 _ATTACH = re.compile(r"^Attach(?:ing|ed) \d+ probes?(?:\.\.\.)?$")
