@@ -4,6 +4,7 @@
 argument to ``convert``); ``report``, ``diff`` and ``record`` are subcommands."""
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -14,7 +15,7 @@ from typing import Optional
 import click
 
 from . import formats
-from .errors import OffconvError
+from .errors import EXIT_INTERNAL, OffconvError
 from .options import (MODES, AggregateOptions, FlameOptions, NamingOptions, Options,
                       ParseOptions, ReportOptions)
 from .renderers.svg.palette import BGCOLORS, PALETTES
@@ -45,6 +46,13 @@ class DefaultGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("offconv: interrupted", err=True)
             ctx.exit(130)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as e:  # a bug: one line and its own exit code, not a traceback
+            msg = str(e).splitlines()[0] if str(e) else ""
+            click.echo(f"offconv: internal error: {type(e).__name__}: {msg} "
+                       "(please report it with the command line)", err=True)
+            ctx.exit(EXIT_INTERNAL)
 
     def format_usage(self, ctx, formatter):
         formatter.write_usage("offconv", "INPUT... [-o OUT] [OPTIONS]\n"
@@ -204,23 +212,51 @@ def write_output(fmt, profile, opts: Options, out: Optional[str]) -> None:
         fmt.render(profile, stream, opts)
         stream.flush()
         return
+    if os.path.isdir(out):
+        raise OffconvError(f"{out}: cannot write: {os.strerror(errno.EISDIR)}")
     if os.path.exists(out) and not os.path.isfile(out):  # /dev/null, a FIFO: no rename
-        with open(out, **_open_mode(fmt)) as f:
+        try:
+            f = open(out, **_open_mode(fmt))
+        except OSError as e:
+            raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
+        with f:
             fmt.render(profile, f, opts)
         return
     directory = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=directory)
+    except OSError as e:
+        raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
     try:
         with os.fdopen(fd, **_open_mode(fmt)) as f:
             fmt.render(profile, f, opts)
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and e.strerror:
+            raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
         raise
+
+
+def check_output(out: Optional[str]) -> None:
+    """Fail before reading the input when OUT cannot be written (a missing folder, a
+    directory, no permission): ``offconv: OUT: cannot write: <strerror>``, exit 2."""
+    if out in (None, "-"):
+        return
+    if os.path.isdir(out):
+        raise OffconvError(f"{out}: cannot write: {os.strerror(errno.EISDIR)}")
+    if os.path.exists(out) and not os.path.isfile(out):
+        return  # /dev/null, a FIFO: opened when written
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=os.path.dirname(os.path.abspath(out)))
+    except OSError as e:
+        raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _warn(profile) -> None:
@@ -260,6 +296,7 @@ def convert(inputs, out, to, **kw):
     from . import pipeline
     opts = build_options(kw)
     fmt = choose_output(out, to)
+    check_output(out)
     profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
     _warn(profile)
     if not profile.samples and fmt.name == "folded":
@@ -294,11 +331,30 @@ def report(inputs, as_json, out, runq_p99_long_us, runq_share_long, blocked_p99_
     opts = replace(build_options(kw), report=ReportOptions(
         runq_p99_long_us=runq_p99_long_us, runq_share_long=runq_share_long,
         blocked_p99_long_us=blocked_p99_long_us, blocked_share_long=blocked_share_long, top=top))
-    fmt = formats.output_format("json" if as_json else "report")
+    fmt = formats.output_format("json" if as_json or _report_suffix(out) == "json" else "report")
+    check_output(out)
     profile = pipeline.load(inputs, opts, kw["from_format"])
     if as_json or out not in (None, "-"):  # the text report on stdout shows them itself
         _warn(profile)
     write_output(fmt, profile, opts, out)
+
+
+def _report_suffix(out: Optional[str]) -> Optional[str]:
+    """``report -o OUT``: the suffix decides, as for convert: ``.json`` (also
+    ``.speedscope.json``) -> the report JSON; another output's suffix (``.svg``, ...) is an
+    error; anything else (``.txt``, no suffix) the text report."""
+    if out in (None, "-"):
+        return None
+    if out.lower().endswith(".json"):
+        return "json"
+    what = f"{out}: report writes text or JSON (-o x.txt, -o x.json)"
+    try:
+        fmt = formats.output_for_path(out)
+    except OffconvError:  # a planned output (pprof, ...): not a report either
+        raise OffconvError(what) from None
+    if fmt is not None and fmt.name != "folded":
+        raise OffconvError(f"{what}; for {fmt.name} output: offconv INPUT... -o {out}")
+    return None
 
 
 @app.command("diff", context_settings={"ignore_unknown_options": True, "help_option_names": []})
