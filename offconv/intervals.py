@@ -168,6 +168,8 @@ class _Machine:
         if self.first_ns is None:
             self.first_ns = t
         self.last_ns = t
+        if ev.cpu is None and ev.task.tid and not self.per_process:
+            yield from self._seen_running(ev.task, t)
         if ev.kind == SWITCH:
             yield from self._switch(ev, t)
             self.cpu_last[ev.cpu] = t
@@ -216,6 +218,19 @@ class _Machine:
         tin = max(tin, st.start)
         yield st.period(tin, inferred=True, idle=self.cpu_idle.get(cpu, False))
         yield OnCpu(st.task, tin, t)
+
+    def _seen_running(self, task: Task, t: int) -> Iterator:
+        """No cpu field (perf script -F without cpu): the previous switch on T's CPU is
+        unknown, but an event whose header task is T shows T running: an off-CPU T was
+        switched in by then (``inferred_from_task``; its run-queue part an upper bound)."""
+        st = self.threads.get(task.tid)
+        if st is None or st.phase == ON:
+            return
+        _count(self.stats, "inferred_from_task")
+        _thread_counts(self.stats, task.tid).inferred += 1
+        yield st.period(t, inferred=True)
+        on = self.threads[task.tid] = _Thread(ON, t, task=st.task or task)
+        on.dead = st.dead
 
     def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> Iterator:
         st = self.threads.get(key)

@@ -227,6 +227,10 @@ class _Builder:
                        "fields), so -p matched the tid; use perf script -F with pid to match processes")
         for reason, text in (("inferred_switch_in", "switch-ins were missing (the previous "
                               "sched_switch on that CPU was taken, as perf sched timehist does)"),
+                             ("inferred_from_task", "switch-ins were missing and the input has no "
+                              "cpu field (the thread's next event as the running task was taken)"),
+                             ("no_switch_in", "off-CPU periods had no switch-in and were dropped "
+                              "(their blocked part is kept when a wakeup was seen)"),
                              ("no_wakeup", "blocked threads were switched in with no wakeup seen "
                               "(counted blocked until the switch-in)"),
                              ("open", "off-CPU intervals were still open at the end and were "

@@ -3,6 +3,7 @@ habits). Each test failed before its fix."""
 from __future__ import annotations
 
 import gzip
+import shutil
 import json
 import os
 import subprocess
@@ -102,3 +103,124 @@ def test_report_dash_o_svg_is_refused(tmp_path):
     err = one_line_error(run("report", PS, "-o", tmp_path / "r.svg"))
     assert "report writes text or JSON" in err[0]
     assert not (tmp_path / "r.svg").exists()
+
+
+# -- corrupt input --------------------------------------------------------------------------
+
+def _corrupt(tmp_path, name, lineno, old, new):
+    lines = PS.read_text().split("\n")
+    assert old in lines[lineno - 1]
+    lines[lineno - 1] = lines[lineno - 1].replace(old, new, 1)
+    p = tmp_path / name
+    p.write_text("\n".join(lines))
+    return p
+
+
+def test_corrupt_timestamp_in_first_header_is_an_error(tmp_path):
+    p = _corrupt(tmp_path, "t1.txt", 1, "800.691344:", "800.69x344:")
+    for args in ([p], ["report", p]):
+        err = one_line_error(run(*args))
+        assert err[0] == f"offconv: {p}:1: expected a timestamp 'secs.frac:', got '800.69x344:'"
+        assert err[1].startswith("  | victim-main 24685 [000]")
+
+
+def _switch_line(n=2):
+    lines = PS.read_text().split("\n")
+    hits = [i + 1 for i, ln in enumerate(lines) if "sched_switch" in ln and ln[0] != "\t"]
+    return hits[n], lines[hits[n] - 1]
+
+
+def test_corrupt_timestamp_mid_file_strict_and_lenient(tmp_path):
+    lineno, line = _switch_line(5)
+    ts = line.split()[3]
+    p = _corrupt(tmp_path, "t2.txt", lineno, ts, ts[:2] + "X" + ts[3:])
+    err = one_line_error(run(p))
+    assert err[0].startswith(f"offconv: {p}:{lineno}: expected a timestamp 'secs.frac:'")
+    r = run(p, "--lenient")
+    assert r.exit_code == 0
+    assert f"offconv: skipped 1 malformed line (first: {p}:{lineno})" in r.stderr
+    # the skipped event's callchain is not charged to the event before it
+    good = run(PS).stdout
+    assert len(r.stdout.splitlines()) <= len(good.splitlines())
+
+
+def test_file_cut_inside_a_frame_line_is_warned(tmp_path):
+    text = PS.read_text()
+    cut = text.index("schedule+", 20000) + len("schedule+")
+    p = tmp_path / "cut.txt"
+    p.write_text(text[:cut])
+    n = text[:cut].count("\n") + 1
+    r = run(p)
+    assert r.exit_code == 0
+    assert f"offconv: {p}:{n}: the input ends inside this line" in r.stderr
+
+
+def test_truncated_perf_data_passes_perf_message(tmp_path):
+    if not shutil.which("perf"):
+        pytest.skip("no perf")
+    p = tmp_path / "trunc.data"
+    p.write_bytes(DATA.read_bytes()[:100000])
+    err = one_line_error(run(p))
+    assert err[0].startswith(f"offconv: {p}: perf script failed: ")
+    assert "empty input" not in err[0] and "exit status" not in err[0]
+
+
+def test_folded_with_one_bad_line_names_it(tmp_path):
+    p = tmp_path / "x.folded"
+    p.write_text("a;b 1\nthis is bad\na;c 2\na;d 3\n")
+    err = one_line_error(run(p))
+    assert err[0].startswith(f"offconv: {p}:2: expected a folded stack")
+
+
+def test_perf_script_is_not_taken_for_folded_nor_folded_for_perf_script():
+    from offconv import formats
+    assert formats.detect("x", PS.read_text().split("\n")[:200]).name == "perf-script"
+    assert formats.detect("x", ["a;b 1", "a;c 2"]).name == "folded"
+
+
+def _perf_script(tmp_path, name, fields):
+    if not shutil.which("perf"):
+        pytest.skip("no perf")
+    out = tmp_path / name
+    with open(out, "w") as f:
+        subprocess.run(["perf", "script", "-i", str(DATA), "-F", fields], stdout=f,
+                       stderr=subprocess.DEVNULL, check=True)
+    return out
+
+
+def _json(*args):
+    r = run("report", "--json", *args)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout), r.stderr
+
+
+def test_no_callchains_padded_headers(tmp_path):
+    p = _perf_script(tmp_path, "nog.txt", "comm,tid,cpu,time,event,trace")
+    assert p.read_text().startswith("     victim-main 24685 [000]")
+    got, err = _json(p)
+    want, _ = _json(PS)
+    assert got["totals"] == want["totals"]
+    assert err.count("no call chains") == 1 and "record with -g" in err
+
+
+def test_padded_header_with_first_frame_on_the_line(tmp_path):
+    p = tmp_path / "cyc.txt"
+    p.write_text("            true  4211 10233.104512:          1 cycles:u:  ffffffff8e001a2b [unknown] ([unknown])\n"
+                 "            true  4211 10233.104612:          1 cycles:u:  ffffffff8e001a2b [unknown] ([unknown])\n")
+    r = run(p, "--tid")
+    assert r.exit_code == 0, r.output
+    assert r.stdout == "true-?/4211;[unknown] 2\n"
+
+
+def test_no_cpu_field_keeps_blocked_time_and_says_so(tmp_path):
+    p = _perf_script(tmp_path, "nocpu.txt", "comm,pid,tid,time,event,trace,ip,sym,dso")
+    got, err = _json(p)
+    want, _ = _json(PSF)
+    assert "no cpu field" in err
+    assert abs(got["totals"]["blocked_us"] - want["totals"]["blocked_us"]) <= 0.01 * want["totals"]["blocked_us"]
+
+
+def test_no_dso_field_says_causes_cannot_be_read(tmp_path):
+    p = _perf_script(tmp_path, "nodso.txt", "comm,tid,cpu,time,event,trace,ip,sym")
+    _, err = _json(p)
+    assert "no dso field" in err and "'other'" in err
