@@ -108,17 +108,28 @@ class Analysis:
         p[key] = p.get(key, 0) + d
 
     def add_counts(self, stats: dict) -> None:
-        """Merge one input's interval stats (dropped counts, per-thread counters, span)."""
+        """Merge one input's interval stats (dropped counts, per-thread counters, span).
+        With threads selected, the counts are those of the selected threads alone."""
         for tid, c in stats.get("threads", {}).items():
             tt = self.threads.get(tid)
             if tt is not None:
                 tt.switches += c.switches
                 tt.inferred += c.inferred
                 tt.no_wakeup += c.no_wakeup
-        for k, v in stats.items():
-            if k in ("threads", "first_ns", "last_ns", "per_process"):
+        counts = stats.items()
+        if self.threads_filtered:
+            sel: dict = {}
+            for tid, row in stats.get("by_tid", {}).items():
+                if tid in self.threads:
+                    for k, v in row.items():
+                        sel[k] = sel.get(k, 0) + v
+            counts = sel.items()
+        for k, v in counts:
+            if k in ("threads", "first_ns", "last_ns", "per_process", "by_tid", "samples"):
                 continue
             self.dropped[k] = self.dropped.get(k, 0) + v
+        if stats.get("samples"):
+            self.dropped["samples"] = self.dropped.get("samples", 0) + stats["samples"]
         if stats.get("per_process"):
             self.per_process = True
         f, l = stats.get("first_ns"), stats.get("last_ns")

@@ -106,13 +106,18 @@ def input_options(f):
                      metavar="PID[,PID]", help="Only these processes (repeatable)."),
         click.option("--filter-tid", "filter_tids", multiple=True, callback=_int_list,
                      metavar="TID[,TID]", help="Only these threads (repeatable)."),
-        click.option("--comm", metavar="REGEX", help="Only threads whose comm matches (searched)."),
+        click.option("--comm", metavar="REGEX",
+                     help="Only threads whose name matches (searched): the name each thread "
+                          "ends the trace with, so its fork->exec period under the parent's "
+                          "name is kept."),
         click.option("-m", "--min-block-time", "min_block_us", type=click.IntRange(min=0),
                      metavar="US", help="Ignore off-CPU intervals shorter than US µs."),
         click.option("-M", "--max-block-time", "max_block_us", type=click.IntRange(min=0),
                      metavar="US", help="Ignore off-CPU intervals longer than US µs."),
         click.option("--state", "states", callback=_states, metavar="MASK|LETTERS",
-                     help="Only switch-outs in these states: offcputime's bitmask, or letters (D, S, R)."),
+                     help="Only switch-outs in these states: offcputime's bitmask of the task "
+                          "state, decimal or hex, any value (0 = preempted; 2 = D and I, as "
+                          "prev->__state & 2; 0x402 = I), or letters, exactly those (D, S,D, I)."),
         click.option("-U", "--user-stacks-only", is_flag=True, help="User frames only."),
         click.option("-K", "--kernel-stacks-only", is_flag=True, help="Kernel frames only."),
         click.option("-d", "--delimited", is_flag=True, help="A '-' frame between user and kernel frames."),

@@ -94,8 +94,13 @@ def _fmt_ns(ns: int) -> str:
     return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
 
 
-def _count(stats: dict, name: str, n: int = 1) -> None:
+def _count(stats: dict, name: str, n: int = 1, tid=None) -> None:
+    """One more ``name``; with ``tid``, also in that thread's counts (``stats["by_tid"]``),
+    so that a report of selected threads gives their counts alone."""
     stats[name] = stats.get(name, 0) + n
+    if tid is not None:
+        row = stats.setdefault("by_tid", {}).setdefault(tid, {})
+        row[name] = row.get(name, 0) + n
 
 
 def _thread_counts(stats: dict, tid: int) -> ThreadCounts:
@@ -196,7 +201,7 @@ class _Machine:
         if st is not None and st.phase != ON:
             yield from self._missed_switch_in(st, key, ev.cpu, t)
         elif st is not None:
-            yield OnCpu(st.task or prev, st.start, t)
+            yield OnCpu(prev if prev.pid is not None else (st.task or prev), st.start, t)
         dead = st is not None and st.dead
         if dead or is_dead(ev.prev_state):
             self.threads.pop(key, None)
@@ -208,11 +213,12 @@ class _Machine:
         """T is switched out while off-CPU: its switch-in was not recorded."""
         tin = self.cpu_last.get(cpu) if cpu is not None else None
         if self.per_process or tin is None:
-            _count(self.stats, "per_process_unmeasured" if self.per_process else "no_switch_in")
+            _count(self.stats, "per_process_unmeasured" if self.per_process else "no_switch_in",
+                   tid=st.task.tid)
             if st.wake is not None:
                 yield st.period(None)     # its blocked part is known
             return
-        _count(self.stats, "inferred_switch_in")
+        _count(self.stats, "inferred_switch_in", tid=st.task.tid)
         if st.task.tid:
             _thread_counts(self.stats, st.task.tid).inferred += 1
         tin = max(tin, st.start)
@@ -226,7 +232,7 @@ class _Machine:
         st = self.threads.get(task.tid)
         if st is None or st.phase == ON:
             return
-        _count(self.stats, "inferred_from_task")
+        _count(self.stats, "inferred_from_task", tid=task.tid)
         _thread_counts(self.stats, task.tid).inferred += 1
         yield st.period(t, inferred=True)
         on = self.threads[task.tid] = _Thread(ON, t, task=st.task or task)
@@ -236,7 +242,7 @@ class _Machine:
         st = self.threads.get(key)
         if self.per_process:
             if st is not None and st.phase != ON:
-                _count(self.stats, "per_process_unmeasured")
+                _count(self.stats, "per_process_unmeasured", tid=task.tid)
                 if st.wake is not None:
                     yield st.period(None)
             self.threads.pop(key, None)
@@ -245,10 +251,10 @@ class _Machine:
             self.threads[key] = _Thread(ON, t, task=task)
             return
         if st.phase == ON:
-            _count(self.stats, "missing_switch_out")
+            _count(self.stats, "missing_switch_out", tid=task.tid)
         else:
             if st.phase == BLK:
-                _count(self.stats, "no_wakeup")
+                _count(self.stats, "no_wakeup", tid=task.tid)
                 if task.tid:
                     _thread_counts(self.stats, task.tid).no_wakeup += 1
             yield st.period(t, idle=from_idle)
@@ -295,10 +301,11 @@ class _Machine:
         for key in sorted(self.threads, key=_sort_key):
             st = self.threads[key]
             if self.per_process:
-                _count(self.stats, "per_process_unmeasured")
+                _count(self.stats, "per_process_unmeasured", tid=st.task.tid if st.task else None)
                 continue
             if not include_open or end is None:
-                _count(self.stats, "open_oncpu" if st.phase == ON else "open")
+                _count(self.stats, "open_oncpu" if st.phase == ON else "open",
+                       tid=st.task.tid if st.task else None)
                 if st.phase != ON and st.wake is not None:
                     yield st.period(None)     # woken, never switched in: blocked part known
                 continue

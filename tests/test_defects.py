@@ -224,3 +224,58 @@ def test_no_dso_field_says_causes_cannot_be_read(tmp_path):
     p = _perf_script(tmp_path, "nodso.txt", "comm,tid,cpu,time,event,trace,ip,sym")
     _, err = _json(p)
     assert "no dso field" in err and "'other'" in err
+
+
+# -- filters that changed other numbers ---------------------------------------------------
+
+def _rows(d):
+    return {t["tid"]: t for t in d["threads"]}
+
+
+def test_filter_pid_keeps_its_threads_numbers():
+    whole = _rows(_json(PSF)[0])
+    for args in (["-p", "24685"], ["--filter-tid", "24686"]):
+        got = _rows(_json(PSF, *args)[0])
+        lh = got[24686]
+        assert (lh["oncpu_us"], lh["runq_us"], lh["switches"]) == (
+            whole[24686]["oncpu_us"], whole[24686]["runq_us"], whole[24686]["switches"])
+    assert set(_rows(_json(PSF, "-p", "24685")[0])) == {24685, 24686}
+
+
+def test_comm_selects_threads_by_final_name_and_counts_are_theirs(tmp_path):
+    # lockholder (24686) starts as a thread of victim-main, under its name
+    d, err = _json(PS, "--comm", "^victim-main$")
+    assert set(_rows(d)) == {24685}
+    whole, _ = _json(PS)
+    assert sum(d["dropped"].values()) < sum(whole["dropped"].values())
+    assert "30 switch-ins were missing" not in err
+
+
+def test_comm_keeps_the_fork_exec_period_under_the_parent_name(tmp_path):
+    p = tmp_path / "fork.txt"
+    sw = ("{c} {tid} [000] {t}: sched:sched_switch: prev_comm={c} prev_pid={tid} prev_prio=120 "
+          "prev_state={st} ==> next_comm={nc} next_pid={ntid} next_prio=120\n"
+          "\tffffffff821facd8 __schedule+0x618 ([kernel.kallsyms])\n\n")
+    p.write_text(
+        sw.format(c="sh", tid=100, t="1.000000", st="S", nc="sh", ntid=101)
+        + sw.format(c="sh", tid=101, t="1.100000", st="D", nc="swapper/0", ntid=0)     # before exec
+        + "swapper 0 [000] 1.300000: sched:sched_wakeup: comm=sh pid=101 prio=120 target_cpu=000\n\n"
+        + sw.format(c="swapper/0", tid=0, t="1.300010", st="R", nc="sh", ntid=101)
+        + sw.format(c="make", tid=101, t="1.400000", st="S", nc="swapper/0", ntid=0)   # after exec
+        + "swapper 0 [000] 1.500000: sched:sched_wakeup: comm=make pid=101 prio=120 target_cpu=000\n\n"
+        + sw.format(c="swapper/0", tid=0, t="1.500010", st="R", nc="make", ntid=101))
+    d, _ = _json(p, "--comm", "^make$")
+    assert [t["tid"] for t in d["threads"]] == [101]
+    assert d["threads"][0]["blocked_us"] == 200_000 + 100_000
+
+
+def test_state_is_offcputime_bitmask():
+    from offconv.offcpu import parse_state
+    assert "I" in parse_state("2") and "D" in parse_state("2")
+    assert parse_state("1026") == parse_state("0x402") == frozenset("DIN")
+    assert parse_state("0x100") == frozenset("K")
+    d2, _ = _json(PS, "--state", "2")
+    dI, _ = _json(PS, "--state", "I")
+    assert _rows(dI) and set(_rows(dI)) <= set(_rows(d2))
+    for v in ("1026", "0x402"):
+        assert run("report", PS, "--state", v).exit_code == 0
