@@ -60,6 +60,8 @@ class Analysis:
     dropped: dict = field(default_factory=dict)
     first_ns: Optional[int] = None
     last_ns: Optional[int] = None
+    span_ns: int = 0                 # the inputs' spans (last - first event), summed
+    dropped_threads: dict = field(default_factory=dict)  # reason -> threads it happened to
     threads_filtered: bool = False   # the user selected threads (-p/--filter-tid/--comm/--state)
     per_process: bool = False        # a `perf record -p` recording was detected
     classify: Classifier = field(default_factory=Classifier)
@@ -117,6 +119,10 @@ class Analysis:
                 tt.inferred += c.inferred
                 tt.no_wakeup += c.no_wakeup
         counts = stats.items()
+        for tid, row in stats.get("by_tid", {}).items():
+            if not self.threads_filtered or tid in self.threads:
+                for k in row:
+                    self.dropped_threads[k] = self.dropped_threads.get(k, 0) + 1
         if self.threads_filtered:
             sel: dict = {}
             for tid, row in stats.get("by_tid", {}).items():
@@ -133,6 +139,8 @@ class Analysis:
         if stats.get("per_process"):
             self.per_process = True
         f, l = stats.get("first_ns"), stats.get("last_ns")
+        if f is not None and l is not None:
+            self.span_ns += l - f
         if f is not None and (self.first_ns is None or f < self.first_ns):
             self.first_ns = f
         if l is not None and (self.last_ns is None or l > self.last_ns):
@@ -162,7 +170,10 @@ def _thread_row(t: ThreadTotals) -> dict:
 
 
 def _top(stacks: dict, n: int, label) -> list:
-    items = sorted(((label(k), ns) for k, ns in stacks.items()), key=lambda kv: (-kv[1], kv[0]))
+    """The n heaviest stacks that round to at least 1 µs; a stack of the thread frame alone
+    says so (``comm;[no call chain]``) instead of a bare thread name."""
+    items = sorted(((label(k) + (";[no call chain]" if len(k) == 1 else ""), ns)
+                    for k, ns in stacks.items() if ns_to_us(ns)), key=lambda kv: (-kv[1], kv[0]))
     return [(s, ns_to_us(ns)) for s, ns in items[:n]]
 
 
@@ -184,14 +195,15 @@ def summarize(profile, ropts: ReportOptions, label) -> dict:
     return {
         "verdict": verdict(an, ropts),
         "totals": totals,
-        "span_us": ns_to_us((an.last_ns or 0) - (an.first_ns or 0)),
+        "span_us": ns_to_us(an.span_ns),
         "threads": [_thread_row(t) for t in threads],
         "latency": {"blocked": latency_stats(an.durations("blocked")),
                     "runq": latency_stats(an.durations("runq"))},
         "histograms": {"blocked_us": hists.get("blocked_us", []),
                        "runq_us": hists.get("runq_us", [])},
         "causes": [{"cause": c, "blocked_us": ns_to_us(ns), "idle": c in IDLE_CAUSES}
-                   for c, ns in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))],
+                   for c, ns in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))
+                   if ns_to_us(ns)],
         "top_stacks": [{"kind": kind, "stack": s, "us": us}
                        for kind in ("blocked", "runq")
                        for s, us in _top(an.stacks.get(kind, {}), ropts.top, label)],

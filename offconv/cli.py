@@ -49,6 +49,8 @@ class DefaultGroup(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as e:  # a bug: one line and its own exit code, not a traceback
+            if os.environ.get("OFFCONV_TRACEBACK"):
+                raise
             msg = str(e).splitlines()[0] if str(e) else ""
             click.echo(f"offconv: internal error: {type(e).__name__}: {msg} "
                        "(please report it with the command line)", err=True)
@@ -303,7 +305,8 @@ def convert(inputs, out, to, **kw):
     fmt = choose_output(out, to)
     check_output(out)
     profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
-    _warn(profile)
+    if not (fmt.name == "report" and out in (None, "-")):  # the text report shows them itself
+        _warn(profile)
     if not profile.samples and fmt.name == "folded":
         click.echo(f"offconv: warning: {', '.join(inputs)}: no events to fold", err=True)
     write_output(fmt, profile, opts, out)

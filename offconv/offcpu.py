@@ -237,23 +237,32 @@ class _Builder:
                        "-e sched:sched_wakeup -e sched:sched_wakeup_new -g -a -- sleep 10")
         d = an.dropped
         if d.get("samples"):
-            out.append(f"ignored {d['samples']} non-sched events (on-CPU samples) in mode {self.mode}")
+            n = d["samples"]
+            out.append(f"ignored {n} non-sched event{'s' if n != 1 else ''} (on-CPU samples) "
+                       f"in mode {self.mode}")
         if self.pid_from_tid:
             out.append("-p/--filter-pid: the input carries only thread ids (perf script default "
                        "fields), so -p matched the tid; use perf script -F with pid to match processes")
-        for reason, text in (("inferred_switch_in", "switch-ins were missing (the previous "
-                              "sched_switch on that CPU was taken, as perf sched timehist does)"),
-                             ("inferred_from_task", "switch-ins were missing and the input has no "
-                              "cpu field (the thread's next event as the running task was taken)"),
-                             ("no_switch_in", "off-CPU periods had no switch-in and were dropped "
-                              "(their blocked part is kept when a wakeup was seen)"),
-                             ("no_wakeup", "blocked threads were switched in with no wakeup seen "
-                              "(counted blocked until the switch-in)"),
-                             ("open", "off-CPU intervals were still open at the end and were "
-                              "dropped (--include-open clips them)"),
-                             ("out_of_order", "events out of time order were skipped (--lenient)")):
-            if d.get(reason):
-                out.append(f"{d[reason]} {text}")
+        for reason, one, many, text in (
+                ("inferred_switch_in", "switch-in", "switch-ins",
+                 "missing (the previous sched_switch on that CPU was taken, as perf sched "
+                 "timehist does)"),
+                ("inferred_from_task", "switch-in", "switch-ins",
+                 "missing and the input has no cpu field (the thread's next event as the "
+                 "running task was taken)"),
+                ("no_switch_in", "off-CPU period", "off-CPU periods",
+                 "dropped: no switch-in seen (the blocked part is kept when a wakeup was seen)"),
+                ("no_wakeup", "blocked period", "blocked periods",
+                 "ended by a switch-in with no wakeup seen (counted blocked until the switch-in)"),
+                ("open", "off-CPU period", "off-CPU periods",
+                 "still open at the end and dropped (--include-open clips them)"),
+                ("out_of_order", "event out of time order", "events out of time order",
+                 "skipped (--lenient)")):
+            n = d.get(reason)
+            if n:
+                threads = an.dropped_threads.get(reason, 0)
+                of = f" (in {threads} thread{'s' if threads != 1 else ''})" if threads else ""
+                out.append(f"{n} {one if n == 1 else many}{of} {'was' if n == 1 else 'were'} {text}")
         return out
 
 
