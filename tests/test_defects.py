@@ -340,3 +340,35 @@ def test_stack_without_frames_is_named(tmp_path):
     d, err = _json(p)
     assert [s["stack"] for s in d["top_stacks"]] == ["a;[no call chain]"] * 2
     assert "no call chains" in err
+
+
+# -- units and the SVG legend ---------------------------------------------------------------
+
+def test_svg_says_microseconds_like_the_report_and_countname_wins(tmp_path):
+    svg = run(PS, "--to", "svg").stdout
+    assert " µs, " in svg and " us, " not in svg
+    custom = run(PS, "--to", "svg", "--countname", "us").stdout
+    assert " us, " in custom and " µs, " not in custom
+
+
+def test_svg_legend_and_state_tooltips():
+    svg = run(PS, "--to", "svg").stdout
+    assert '<text id="subtitle"' in svg and "blue: blocked" in svg and "orange: waiting for a CPU" in svg
+    assert "[run queue] (" in svg and "waiting for a CPU [run-queue latency])</title>" in svg
+    assert "; blocked [S]: interruptible sleep" in svg
+    plain = run(PS, "--to", "svg", "--no-state-split").stdout
+    assert "blue: blocked" not in plain
+    mine = run(PS, "--to", "svg", "--subtitle", "mine").stdout
+    assert ">mine</text>" in mine and "blue: blocked" not in mine
+
+
+def test_ci_fails_when_browser_tests_skip():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "export OFFCONV_REQUIRE_BROWSER=1" in ci
+    env = dict(os.environ, OFFCONV_REQUIRE_BROWSER="1", OFFCONV_SHARED=str(ROOT / "no-such-shared"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        str(ROOT / "tests" / "test_svg_browser.py")], capture_output=True,
+                       text=True, env=env, cwd=ROOT, timeout=120)
+    assert r.returncode != 0 and "OFFCONV_REQUIRE_BROWSER=1" in r.stdout
+    assert " skipped" not in r.stdout.splitlines()[-1]
