@@ -209,7 +209,8 @@ def summarize(profile, ropts: ReportOptions, label) -> dict:
                        for s, us in _top(an.stacks.get(kind, {}), ropts.top, label)],
         "top_by_process": [{"process": p, "offcpu_us": ns_to_us(sum(st.values())),
                             "stacks": [{"stack": s, "us": us} for s, us in _top(st, 3, label)]}
-                           for p, st in sorted(an.by_process.items(),
+                           for p, st in sorted(((p, st) for p, st in an.by_process.items()
+                                                if ns_to_us(max(st.values(), default=0))),
                                                key=lambda kv: (-sum(kv[1].values()), kv[0]))[:ropts.top]],
         "dropped": dict(sorted(an.dropped.items())),
         "per_process_recording": an.per_process,

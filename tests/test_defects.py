@@ -372,3 +372,14 @@ def test_ci_fails_when_browser_tests_skip():
                        text=True, env=env, cwd=ROOT, timeout=120)
     assert r.returncode != 0 and "OFFCONV_REQUIRE_BROWSER=1" in r.stdout
     assert " skipped" not in r.stdout.splitlines()[-1]
+
+
+def test_process_whose_stacks_all_round_to_zero_is_left_out(tmp_path):
+    p = tmp_path / "tiny.txt"
+    sw = ("{c} {tid} [000] {t}: sched:sched_switch: prev_comm={c} prev_pid={tid} prev_prio=120 "
+          "prev_state={st} ==> next_comm={nc} next_pid={ntid} next_prio=120\n"
+          "\tffffffff821facd8 __schedule+0x618 ([kernel.kallsyms])\n\n")
+    p.write_text(sw.format(c="a", tid=8, t="1.000000", st="R", nc="b", ntid=9)
+                 + sw.format(c="b", tid=9, t="1.000000", st="R", nc="a", ntid=8))
+    r = run("report", p)
+    assert r.exit_code == 0, r.output
