@@ -32,9 +32,32 @@ class DefaultGroup(click.Group):
     def parse_args(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args.insert(0, self.default)
-        elif not args:
-            args.insert(0, self.default)
+        elif not args and not ctx.resilient_parsing:  # plain `offconv`: the top-level help,
+            # but no input is a usage error (shell completion parses resiliently: commands)
+            click.echo(ctx.get_help(), err=True)
+            ctx.exit(2)
         return super().parse_args(ctx, args)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's standalone handling, except usage errors: one line and a hint
+        (``offconv: No such option: --bogus`` / ``Try 'offconv --help' for help.``)."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as e:
+            sub = e.ctx.command.name if e.ctx is not None and e.ctx.parent is not None else None
+            where = "offconv" if sub in (None, self.default) else f"offconv {sub}"
+            click.echo(f"offconv: {e.format_message()}", err=True)
+            click.echo(f"Try '{where} --help' for help.", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
         try:
@@ -285,7 +308,9 @@ def app():
     \b
     Not available yet: 'offconv diff' and 'offconv record'.
     Options of the default command: offconv convert --help.
-    Exit codes: 0 ok, 1 diff --fail-above exceeded, 2 usage or input error.
+    Exit codes: 0 ok, 1 diff --fail-above exceeded, 2 usage or input error,
+    70 internal error (a bug in offconv: please report it with the command line).
+    Shell completion (bash; zsh and fish alike): eval "$(_OFFCONV_COMPLETE=bash_source offconv)"
     """
 
 

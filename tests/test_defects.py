@@ -383,3 +383,36 @@ def test_process_whose_stacks_all_round_to_zero_is_left_out(tmp_path):
                  + sw.format(c="b", tid=9, t="1.000000", st="R", nc="a", ntid=8))
     r = run("report", p)
     assert r.exit_code == 0, r.output
+
+
+# -- CLI habits -----------------------------------------------------------------------------
+
+def _cli(*args, env=None):
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "offconv", *args], capture_output=True,
+                          text=True, env=e, cwd=ROOT, timeout=60)
+
+
+def test_plain_offconv_prints_top_level_help_and_exits_2():
+    r = _cli()
+    assert r.returncode == 2
+    assert "Commands:" in r.stderr and "report" in r.stderr and "offconv perf.txt -o flame.svg" in r.stderr
+    assert "Missing argument" not in r.stderr
+    h = _cli("--help")
+    assert h.returncode == 0 and "Commands:" in h.stdout and "70 internal error" in h.stdout
+
+
+def test_unknown_option_is_one_line_and_a_hint():
+    r = _cli(str(PS), "--bogus")
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == ["offconv: No such option '--bogus'.",
+                                     "Try 'offconv --help' for help."]
+    r = _cli("report", "--bogus")
+    assert r.stderr.splitlines()[-1] == "Try 'offconv report --help' for help."
+    assert len(r.stderr.splitlines()) == 2
+
+
+def test_shell_completion_lists_commands():
+    r = _cli(env={"_OFFCONV_COMPLETE": "bash_complete", "COMP_WORDS": "offconv rep", "COMP_CWORD": "1"})
+    assert r.returncode == 0 and "plain,report" in r.stdout.split()
