@@ -7,7 +7,7 @@ from typing import TextIO
 
 from ..analysis import report_data
 from ..format_types import OutputFormat
-from ..units import human_us
+from ..units import human_us, plural
 
 MAX_THREADS = 20
 STACK_FRAMES = 6
@@ -48,7 +48,7 @@ def render(profile, out: TextIO, opts=None) -> None:
     if d["per_process_recording"]:
         w("  NOTE: a `perf record -p` recording: durations need a system-wide recording.\n")
     t = d["totals"]
-    w(f"\nTotals over {human_us(d['span_us'])} of trace, {len(d['threads'])} threads\n")
+    w(f"\nTotals over {human_us(d['span_us'])} of trace, {plural(len(d['threads']), 'thread')}\n")
     _table([["off-CPU", "blocked", "run queue", "(preempted)", "on-CPU"],
             [human_us(t["offcpu_us"]), human_us(t["blocked_us"]), human_us(t["runq_us"]),
              human_us(t["runq_preempted_us"]), human_us(t["oncpu_us"])]], out)
