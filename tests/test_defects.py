@@ -417,3 +417,11 @@ def test_unknown_option_is_one_line_and_a_hint():
 def test_shell_completion_lists_commands():
     r = _cli(env={"_OFFCONV_COMPLETE": "bash_complete", "COMP_WORDS": "offconv rep", "COMP_CWORD": "1"})
     assert r.returncode == 0 and "plain,report" in r.stdout.split()
+
+
+def test_pid_column_says_why_it_is_empty():
+    text = run("report", PS).stdout
+    assert "(pid -: the input carries thread ids only" in text
+    assert "(pid -:" not in run("report", PSF).stdout
+    rows = _rows(_json(PSF)[0])
+    assert rows[24686]["pid"] == 24685

@@ -73,6 +73,9 @@ def _threads(threads: list, out: TextIO) -> None:
                      human_us(r["runq_preempted_us"]), human_us(r["oncpu_us"]),
                      str(r["switches"]), str(r["inferred_switch_in"]), str(r["no_wakeup"])])
     _table(rows, out)
+    if threads and all(r["pid"] is None for r in threads):
+        out.write("  (pid -: the input carries thread ids only, as perf script's default fields "
+                  "do; perf script -F comm,pid,tid,cpu,time,event,trace,ip,sym,dso gives pids)\n")
 
 
 def _latency(lat: dict, out: TextIO) -> None:
