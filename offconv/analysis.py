@@ -77,6 +77,8 @@ class Analysis:
     dropped: dict = field(default_factory=dict)
     first_ns: Optional[int] = None
     last_ns: Optional[int] = None
+    span_ns: int = 0                 # the inputs' spans (last - first event), summed
+    dropped_threads: dict = field(default_factory=dict)  # reason -> threads it happened to
     threads_filtered: bool = False   # the user selected threads (-p/--filter-tid/--comm/--state)
     per_process: bool = False        # a `perf record -p` recording was detected
     classify: Classifier = field(default_factory=Classifier)
@@ -177,23 +179,39 @@ class Analysis:
         p[key] = p.get(key, 0) + d
 
     def add_counts(self, stats: dict) -> None:
-        """Merge one input's interval stats (dropped counts, per-thread counters, span)."""
+        """Merge one input's interval stats (dropped counts, per-thread counters, span).
+        With threads selected, the counts are those of the selected threads alone."""
         for tid, c in stats.get("threads", {}).items():
             tt = self.threads.get(tid)
             if tt is not None:
                 tt.switches += c.switches
                 tt.inferred += c.inferred
                 tt.no_wakeup += c.no_wakeup
-        for k, v in stats.items():
-            if k == "wakeup_events":
-                self.wakeup_events += v
-                continue
-            if k in ("threads", "first_ns", "last_ns", "per_process"):
+        self.wakeup_events += stats.get("wakeup_events", 0)
+        counts = stats.items()
+        for tid, row in stats.get("by_tid", {}).items():
+            if not self.threads_filtered or tid in self.threads:
+                for k in row:
+                    self.dropped_threads[k] = self.dropped_threads.get(k, 0) + 1
+        if self.threads_filtered:
+            sel: dict = {}
+            for tid, row in stats.get("by_tid", {}).items():
+                if tid in self.threads:
+                    for k, v in row.items():
+                        sel[k] = sel.get(k, 0) + v
+            counts = sel.items()
+        for k, v in counts:
+            if k in ("threads", "first_ns", "last_ns", "per_process", "by_tid", "samples",
+                     "wakeup_events"):
                 continue
             self.dropped[k] = self.dropped.get(k, 0) + v
+        if stats.get("samples"):
+            self.dropped["samples"] = self.dropped.get("samples", 0) + stats["samples"]
         if stats.get("per_process"):
             self.per_process = True
         f, l = stats.get("first_ns"), stats.get("last_ns")
+        if f is not None and l is not None:
+            self.span_ns += l - f
         if f is not None and (self.first_ns is None or f < self.first_ns):
             self.first_ns = f
         if l is not None and (self.last_ns is None or l > self.last_ns):
@@ -224,7 +242,10 @@ def _thread_row(t: ThreadTotals, measured: bool = True) -> dict:
 
 
 def _top(stacks: dict, n: int, label) -> list:
-    items = sorted(((label(k), ns) for k, ns in stacks.items()), key=lambda kv: (-kv[1], kv[0]))
+    """The n heaviest stacks that round to at least 1 µs; a stack of the thread frame alone
+    says so (``comm;[no call chain]``) instead of a bare thread name."""
+    items = sorted(((label(k) + (";[no call chain]" if len(k) == 1 else ""), ns)
+                    for k, ns in stacks.items() if ns_to_us(ns)), key=lambda kv: (-kv[1], kv[0]))
     return [(s, ns_to_us(ns)) for s, ns in items[:n]]
 
 
@@ -250,20 +271,22 @@ def summarize(profile, ropts: ReportOptions, label) -> dict:
     return {
         "verdict": verdict(an, ropts),
         "totals": totals,
-        "span_us": ns_to_us((an.last_ns or 0) - (an.first_ns or 0)),
+        "span_us": ns_to_us(an.span_ns),
         "threads": [_thread_row(t, measured) for t in threads],
         "latency": {"blocked": latency_stats(an.durations("blocked")),
                     "runq": latency_stats(an.durations("runq"))},
         "histograms": {"blocked_us": hists.get("blocked_us", []),
                        "runq_us": hists.get("runq_us", [])},
         "causes": [{"cause": c, "blocked_us": ns_to_us(ns), "idle": c in IDLE_CAUSES}
-                   for c, ns in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))],
+                   for c, ns in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))
+                   if ns_to_us(ns)],
         "top_stacks": [{"kind": kind, "stack": s, "us": us}
                        for kind in ("blocked", "runq")
                        for s, us in _top(an.stacks.get(kind, {}), ropts.top, label)],
         "top_by_process": [{"process": p, "offcpu_us": ns_to_us(sum(st.values())),
                             "stacks": [{"stack": s, "us": us} for s, us in _top(st, 3, label)]}
-                           for p, st in sorted(an.by_process.items(),
+                           for p, st in sorted(((p, st) for p, st in an.by_process.items()
+                                                if ns_to_us(max(st.values(), default=0))),
                                                key=lambda kv: (-sum(kv[1].values()), kv[0]))[:ropts.top]],
         "dropped": dict(sorted(an.dropped.items())),
         "per_process_recording": an.per_process,

@@ -4,6 +4,7 @@
 argument to ``convert``); ``report``, ``diff`` and ``record`` are subcommands."""
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -14,7 +15,7 @@ from typing import Optional
 import click
 
 from . import formats
-from .errors import OffconvError
+from .errors import EXIT_INTERNAL, OffconvError
 from .options import (KINDS, MODES, UNITS, AggregateOptions, FlameOptions, NamingOptions, Options,
                       ParseOptions, ReportOptions)
 from .renderers.svg.palette import BGCOLORS, PALETTES
@@ -31,9 +32,32 @@ class DefaultGroup(click.Group):
     def parse_args(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args.insert(0, self.default)
-        elif not args:
-            args.insert(0, self.default)
+        elif not args and not ctx.resilient_parsing:  # plain `offconv`: the top-level help,
+            # but no input is a usage error (shell completion parses resiliently: commands)
+            click.echo(ctx.get_help(), err=True)
+            ctx.exit(2)
         return super().parse_args(ctx, args)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's standalone handling, except usage errors: one line and a hint
+        (``offconv: No such option: --bogus`` / ``Try 'offconv --help' for help.``)."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as e:
+            sub = e.ctx.command.name if e.ctx is not None and e.ctx.parent is not None else None
+            where = "offconv" if sub in (None, self.default) else f"offconv {sub}"
+            click.echo(f"offconv: {e.format_message()}", err=True)
+            click.echo(f"Try '{where} --help' for help.", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
         try:
@@ -45,6 +69,15 @@ class DefaultGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("offconv: interrupted", err=True)
             ctx.exit(130)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as e:  # a bug: one line and its own exit code, not a traceback
+            if os.environ.get("OFFCONV_TRACEBACK"):
+                raise
+            msg = str(e).splitlines()[0] if str(e) else ""
+            click.echo(f"offconv: internal error: {type(e).__name__}: {msg} "
+                       "(please report it with the command line)", err=True)
+            ctx.exit(EXIT_INTERNAL)
 
     def format_usage(self, ctx, formatter):
         formatter.write_usage("offconv", "INPUT... [-o OUT] [OPTIONS]\n"
@@ -103,13 +136,18 @@ def input_options(f):
                      metavar="PID[,PID]", help="Only these processes (repeatable)."),
         click.option("--filter-tid", "filter_tids", multiple=True, callback=_int_list,
                      metavar="TID[,TID]", help="Only these threads (repeatable)."),
-        click.option("--comm", metavar="REGEX", help="Only threads whose comm matches (searched)."),
+        click.option("--comm", metavar="REGEX",
+                     help="Only threads whose name matches (searched): the name each thread "
+                          "ends the trace with, so its fork->exec period under the parent's "
+                          "name is kept."),
         click.option("-m", "--min-block-time", "min_block_us", type=click.IntRange(min=0),
                      metavar="US", help="Ignore off-CPU intervals shorter than US µs."),
         click.option("-M", "--max-block-time", "max_block_us", type=click.IntRange(min=0),
                      metavar="US", help="Ignore off-CPU intervals longer than US µs."),
         click.option("--state", "states", callback=_states, metavar="MASK|LETTERS",
-                     help="Only switch-outs in these states: offcputime's bitmask, or letters (D, S, R)."),
+                     help="Only switch-outs in these states: offcputime's bitmask of the task "
+                          "state, decimal or hex, any value (0 = preempted; 2 = D and I, as "
+                          "prev->__state & 2; 0x402 = I), or letters, exactly those (D, S,D, I)."),
         click.option("-U", "--user-stacks-only", is_flag=True, help="User frames only."),
         click.option("-K", "--kernel-stacks-only", is_flag=True, help="Kernel frames only."),
         click.option("-d", "--delimited", is_flag=True, help="A '-' frame between user and kernel frames."),
@@ -222,23 +260,51 @@ def write_output(fmt, profile, opts: Options, out: Optional[str]) -> None:
         fmt.render(profile, stream, opts)
         stream.flush()
         return
+    if os.path.isdir(out):
+        raise OffconvError(f"{out}: cannot write: {os.strerror(errno.EISDIR)}")
     if os.path.exists(out) and not os.path.isfile(out):  # /dev/null, a FIFO: no rename
-        with open(out, **_open_mode(fmt)) as f:
+        try:
+            f = open(out, **_open_mode(fmt))
+        except OSError as e:
+            raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
+        with f:
             fmt.render(profile, f, opts)
         return
     directory = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=directory)
+    except OSError as e:
+        raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
     try:
         with os.fdopen(fd, **_open_mode(fmt)) as f:
             fmt.render(profile, f, opts)
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and e.strerror:
+            raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
         raise
+
+
+def check_output(out: Optional[str]) -> None:
+    """Fail before reading the input when OUT cannot be written (a missing folder, a
+    directory, no permission): ``offconv: OUT: cannot write: <strerror>``, exit 2."""
+    if out in (None, "-"):
+        return
+    if os.path.isdir(out):
+        raise OffconvError(f"{out}: cannot write: {os.strerror(errno.EISDIR)}")
+    if os.path.exists(out) and not os.path.isfile(out):
+        return  # /dev/null, a FIFO: opened when written
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=os.path.dirname(os.path.abspath(out)))
+    except OSError as e:
+        raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _warn(profile) -> None:
@@ -261,7 +327,9 @@ def app():
     Not available yet: 'offconv record'.
     Compare two recordings: offconv diff BEFORE AFTER [-o diff.svg] [--fail-above PCT].
     Options of the default command: offconv convert --help.
-    Exit codes: 0 ok, 1 diff --fail-above exceeded, 2 usage or input error.
+    Exit codes: 0 ok, 1 diff --fail-above exceeded, 2 usage or input error,
+    70 internal error (a bug in offconv: please report it with the command line).
+    Shell completion (bash; zsh and fish alike): eval "$(_OFFCONV_COMPLETE=bash_source offconv)"
     """
 
 
@@ -279,11 +347,13 @@ def convert(inputs, out, to, **kw):
     from . import pipeline
     opts = build_options(kw)
     fmt = choose_output(out, to)
+    check_output(out)
     if fmt.timeline:
         opts = replace(opts, aggregate=replace(opts.aggregate, timeline=True))
     profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
     profile.sources = tuple(inputs)
-    _warn(profile)
+    if not (fmt.name == "report" and out in (None, "-")):  # the text report shows them itself
+        _warn(profile)
     if not profile.samples and profile.histograms and not fmt.report and fmt.name != "hist":
         raise OffconvError(f"{', '.join(inputs)}: only histograms, no stacks: {fmt.name} needs "
                            "stacks; use --to hist, or offconv report")
@@ -319,11 +389,30 @@ def report(inputs, as_json, out, runq_p99_long_us, runq_share_long, blocked_p99_
     opts = replace(build_options(kw), report=ReportOptions(
         runq_p99_long_us=runq_p99_long_us, runq_share_long=runq_share_long,
         blocked_p99_long_us=blocked_p99_long_us, blocked_share_long=blocked_share_long, top=top))
-    fmt = formats.output_format("json" if as_json else "report")
+    fmt = formats.output_format("json" if as_json or _report_suffix(out) == "json" else "report")
+    check_output(out)
     profile = pipeline.load(inputs, opts, kw["from_format"])
     if as_json or out not in (None, "-"):  # the text report on stdout shows them itself
         _warn(profile)
     write_output(fmt, profile, opts, out)
+
+
+def _report_suffix(out: Optional[str]) -> Optional[str]:
+    """``report -o OUT``: the suffix decides, as for convert: ``.json`` (also
+    ``.speedscope.json``) -> the report JSON; another output's suffix (``.svg``, ...) is an
+    error; anything else (``.txt``, no suffix) the text report."""
+    if out in (None, "-"):
+        return None
+    if out.lower().endswith(".json"):
+        return "json"
+    what = f"{out}: report writes text or JSON (-o x.txt, -o x.json)"
+    try:
+        fmt = formats.output_for_path(out)
+    except OffconvError:  # a planned output (pprof, ...): not a report either
+        raise OffconvError(what) from None
+    if fmt is not None and fmt.name != "folded":
+        raise OffconvError(f"{what}; for {fmt.name} output: offconv INPUT... -o {out}")
+    return None
 
 
 @app.command("diff", context_settings={"help_option_names": ["-h", "--help"]})
@@ -369,6 +458,7 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
                                "give --to (folded, svg, report, json)")
     if to is None:
         to = "json" if as_json else "folded"
+    check_output(out)
     split = formats.output_format("svg").state_split if to == "svg" else False
     sides = [pipeline.load([p], opts, kw["from_format"], state_split_default=split) for p in inputs]
     if not quiet:

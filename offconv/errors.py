@@ -7,6 +7,7 @@ from typing import Optional
 EXIT_OK = 0
 EXIT_THRESHOLD = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in offconv (an unexpected exception)
 
 
 class OffconvError(Exception):

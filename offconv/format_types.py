@@ -27,6 +27,7 @@ class InputFormat:
     parse_blocks: Optional[Callable] = None
     magic: Optional[bytes] = None
     convert: Optional[Callable] = None
+    notes: Optional[Callable] = None            # notes(head) -> [sentences]: fields it lacks
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,13 @@ def _fmt_ns(ns: int) -> str:
     return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
 
 
-def _count(stats: dict, name: str, n: int = 1) -> None:
+def _count(stats: dict, name: str, n: int = 1, tid=None) -> None:
+    """One more ``name``; with ``tid``, also in that thread's counts (``stats["by_tid"]``),
+    so that a report of selected threads gives their counts alone."""
     stats[name] = stats.get(name, 0) + n
+    if tid is not None:
+        row = stats.setdefault("by_tid", {}).setdefault(tid, {})
+        row[name] = row.get(name, 0) + n
 
 
 def _thread_counts(stats: dict, tid: int) -> ThreadCounts:
@@ -170,6 +175,8 @@ class _Machine:
         if self.first_ns is None:
             self.first_ns = t
         self.last_ns = t
+        if ev.cpu is None and ev.task.tid and not self.per_process:
+            yield from self._seen_running(ev.task, t)
         if ev.kind == SWITCH:
             yield from self._switch(ev, t)
             self.cpu_last[ev.cpu] = t
@@ -197,7 +204,7 @@ class _Machine:
         if st is not None and st.phase != ON:
             yield from self._missed_switch_in(st, key, ev.cpu, t)
         elif st is not None:
-            yield OnCpu(st.task or prev, st.start, t)
+            yield OnCpu(prev if prev.pid is not None else (st.task or prev), st.start, t)
         dead = st is not None and st.dead
         if dead or is_dead(ev.prev_state):
             self.threads.pop(key, None)
@@ -209,11 +216,12 @@ class _Machine:
         """T is switched out while off-CPU: its switch-in was not recorded."""
         tin = self.cpu_last.get(cpu) if cpu is not None else None
         if self.per_process or tin is None:
-            _count(self.stats, "per_process_unmeasured" if self.per_process else "no_switch_in")
+            _count(self.stats, "per_process_unmeasured" if self.per_process else "no_switch_in",
+                   tid=st.task.tid)
             if st.wake is not None:
                 yield st.period(None)     # its blocked part is known
             return
-        _count(self.stats, "inferred_switch_in")
+        _count(self.stats, "inferred_switch_in", tid=st.task.tid)
         if st.task.tid:
             _thread_counts(self.stats, st.task.tid).inferred += 1
         tin = max(tin, st.start)
@@ -226,11 +234,24 @@ class _Machine:
         yield p
         yield OnCpu(st.task, tin, t)
 
+    def _seen_running(self, task: Task, t: int) -> Iterator:
+        """No cpu field (perf script -F without cpu): the previous switch on T's CPU is
+        unknown, but an event whose header task is T shows T running: an off-CPU T was
+        switched in by then (``inferred_from_task``; its run-queue part an upper bound)."""
+        st = self.threads.get(task.tid)
+        if st is None or st.phase == ON:
+            return
+        _count(self.stats, "inferred_from_task", tid=task.tid)
+        _thread_counts(self.stats, task.tid).inferred += 1
+        yield st.period(t, inferred=True)
+        on = self.threads[task.tid] = _Thread(ON, t, task=st.task or task)
+        on.dead = st.dead
+
     def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> Iterator:
         st = self.threads.get(key)
         if self.per_process:
             if st is not None and st.phase != ON:
-                _count(self.stats, "per_process_unmeasured")
+                _count(self.stats, "per_process_unmeasured", tid=task.tid)
                 if st.wake is not None:
                     yield st.period(None)
             self.threads.pop(key, None)
@@ -239,10 +260,10 @@ class _Machine:
             self.threads[key] = _Thread(ON, t, task=task)
             return
         if st.phase == ON:
-            _count(self.stats, "missing_switch_out")
+            _count(self.stats, "missing_switch_out", tid=task.tid)
         else:
             if st.phase == BLK:
-                _count(self.stats, "no_wakeup")
+                _count(self.stats, "no_wakeup", tid=task.tid)
                 if task.tid:
                     _thread_counts(self.stats, task.tid).no_wakeup += 1
             yield st.period(t, idle=from_idle)
@@ -289,10 +310,11 @@ class _Machine:
         for key in sorted(self.threads, key=_sort_key):
             st = self.threads[key]
             if self.per_process:
-                _count(self.stats, "per_process_unmeasured")
+                _count(self.stats, "per_process_unmeasured", tid=st.task.tid if st.task else None)
                 continue
             if not include_open or end is None:
-                _count(self.stats, "open_oncpu" if st.phase == ON else "open")
+                _count(self.stats, "open_oncpu" if st.phase == ON else "open",
+                       tid=st.task.tid if st.task else None)
                 if st.phase != ON and st.wake is not None:
                     yield st.period(None)     # woken, never switched in: blocked part known
                 continue

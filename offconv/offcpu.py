@@ -26,23 +26,24 @@ from .model import (BLOCKED, DELIMITER, KERNEL, OFFCPU, OFFCPU_MODES, ONCPU_FRAM
 from .options import AggregateOptions
 from .units import ns_to_us
 
-# offcputime's --state bits (the kernel's TASK_REPORT order, as sched_switch prints them)
-STATE_BITS = (("S", 1), ("D", 2), ("T", 4), ("t", 8), ("X", 16), ("Z", 32), ("P", 64), ("I", 128))
+# offcputime's --state tests the task's raw state word (``prev->__state & MASK``; 0: running):
+# the bits of each letter sched_switch prints (include/linux/sched.h; I is TASK_IDLE =
+# TASK_UNINTERRUPTIBLE | TASK_NOLOAD, so mask 2 matches D and I, as offcputime does)
+STATE_BITS = (("S", 0x1), ("D", 0x2), ("T", 0x4), ("t", 0x8), ("X", 0x10), ("Z", 0x20),
+              ("P", 0x40), ("K", 0x100), ("W", 0x200), ("N", 0x400), ("I", 0x402))
 STATE_LETTERS = "RSDTtXZPIKWN"
 
 
 def parse_state(text: str) -> frozenset:
-    """``--state``: offcputime's bitmask (``0`` = preempted/R, ``2`` = D, ``3`` = S or D)
-    or letters (``D``, ``S,D``, ``SD``). Returns the set of prev_state letters to keep."""
+    """``--state``: offcputime's bitmask, decimal or hex (``0`` = preempted/R, ``2`` = D
+    and I, ``3`` = S, D or I, ``0x402`` = D, I or N), or letters (``D``, ``S,D``, ``SD``:
+    exactly those). Returns the set of prev_state letters to keep."""
     text = text.strip()
-    if re.fullmatch(r"(0x[0-9a-fA-F]+|\d+)", text):
-        mask = int(text, 0)
+    if re.fullmatch(r"(0[xX][0-9a-fA-F]+|\d+)", text):
+        mask = int(text, 16) if text[:2] in ("0x", "0X") else int(text)
         if mask == 0:
             return frozenset("R")
-        letters = {c for c, bit in STATE_BITS if mask & bit}
-        if not letters or mask >= 256:
-            raise OffconvError(f"--state: expected a bitmask of 1..255 or letters, got '{text}'")
-        return frozenset(letters)
+        return frozenset(c for c, bits in STATE_BITS if mask & bits)
     letters = set(text.replace(",", "").replace("|", "").replace("+", ""))
     bad = letters - set(STATE_LETTERS)
     if not letters or bad:
@@ -78,6 +79,8 @@ class _Builder:
         self.frames_cache: dict = {}
         self.threads: dict = {}
         self.pid_from_tid = False
+        self.final_comm: dict = {}   # tid -> the thread's last name (--comm matches it)
+        self.pid_of: dict = {}       # tid -> its process, where the input shows it (-p)
         self.timeline: Optional[list] = [] if opts.timeline else None
         # (task, start_ns, end_ns, stack) of every part added and every on-CPU span
         self.periods: Optional[list] = [] if opts.timeline else None
@@ -97,7 +100,7 @@ class _Builder:
         if task.tid == 0 and not o.include_idle:
             return False
         if o.filter_pids:
-            pid = task.pid
+            pid = task.pid if task.pid is not None else self.pid_of.get(task.tid)
             if pid is None:
                 pid = task.tid            # input without pids: -p matches the tid
                 self.pid_from_tid = True
@@ -105,9 +108,22 @@ class _Builder:
                 return False
         if o.filter_tids and task.tid not in o.filter_tids:
             return False
-        if self.comm_re is not None and not self.comm_re.search(task.comm):
+        if self.comm_re is not None and not self.comm_re.search(
+                self.final_comm.get(task.tid, task.comm)):
             return False
         return True
+
+    def learn(self, records: list) -> None:
+        """Before filtering one input: each thread's final name (``--comm`` selects threads
+        by the name they end with, so a fork->exec period under the parent's name stays)
+        and its process where any event shows it (``-p`` then keeps all of its records)."""
+        self.keep_cache.clear()
+        self.final_comm.clear()
+        for rec in records:
+            t = rec.task
+            self.final_comm[t.tid] = t.comm
+            if t.pid is not None:
+                self.pid_of[t.tid] = t.pid
 
     # -- stacks ---------------------------------------------------------------------
     def frames(self, stack: tuple) -> tuple:
@@ -230,19 +246,32 @@ class _Builder:
                        "-e sched:sched_wakeup -e sched:sched_wakeup_new -g -a -- sleep 10")
         d = an.dropped
         if d.get("samples"):
-            out.append(f"ignored {d['samples']} non-sched events (on-CPU samples) in mode {self.mode}")
+            n = d["samples"]
+            out.append(f"ignored {n} non-sched event{'s' if n != 1 else ''} (on-CPU samples) "
+                       f"in mode {self.mode}")
         if self.pid_from_tid:
             out.append("-p/--filter-pid: the input carries only thread ids (perf script default "
                        "fields), so -p matched the tid; use perf script -F with pid to match processes")
-        for reason, text in (("inferred_switch_in", "switch-ins were missing (the previous "
-                              "sched_switch on that CPU was taken, as perf sched timehist does)"),
-                             ("no_wakeup", "blocked threads were switched in with no wakeup seen "
-                              "(counted blocked until the switch-in)"),
-                             ("open", "off-CPU intervals were still open at the end and were "
-                              "dropped (--include-open clips them)"),
-                             ("out_of_order", "events out of time order were skipped (--lenient)")):
-            if d.get(reason):
-                out.append(f"{d[reason]} {text}")
+        for reason, one, many, text in (
+                ("inferred_switch_in", "switch-in", "switch-ins",
+                 "missing (the previous sched_switch on that CPU was taken, as perf sched "
+                 "timehist does)"),
+                ("inferred_from_task", "switch-in", "switch-ins",
+                 "missing and the input has no cpu field (the thread's next event as the "
+                 "running task was taken)"),
+                ("no_switch_in", "off-CPU period", "off-CPU periods",
+                 "dropped: no switch-in seen (the blocked part is kept when a wakeup was seen)"),
+                ("no_wakeup", "blocked period", "blocked periods",
+                 "ended by a switch-in with no wakeup seen (counted blocked until the switch-in)"),
+                ("open", "off-CPU period", "off-CPU periods",
+                 "still open at the end and dropped (--include-open clips them)"),
+                ("out_of_order", "event out of time order", "events out of time order",
+                 "skipped (--lenient)")):
+            n = d.get(reason)
+            if n:
+                threads = an.dropped_threads.get(reason, 0)
+                of = f" (in {threads} thread{'s' if threads != 1 else ''})" if threads else ""
+                out.append(f"{n} {one if n == 1 else many}{of} {'was' if n == 1 else 'were'} {text}")
         return out
 
 
@@ -273,10 +302,15 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
     analysis.Analysis (``analysis.summarize`` it); ``profile.warnings``: sentences for
     stderr."""
     b = _Builder(opts)
+    select = bool(opts.comm or opts.filter_pids)  # needs what the whole input shows
     for path, events in inputs:
         stats: dict = {}
-        for rec in intervals(events, path, lenient=lenient, stats=stats,
-                             include_open=opts.include_open):
+        recs = intervals(events, path, lenient=lenient, stats=stats,
+                         include_open=opts.include_open)
+        if select:
+            recs = list(recs)
+            b.learn(recs)
+        for rec in recs:
             b.feed(rec)
         b.analysis.add_counts(stats)
     return b.profile()

@@ -76,8 +76,13 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
     histograms: list = []
     stats: dict = {}
     routes: set = set()
+    notes: list = []
+    sources: list = []
     for path in paths:
         src, fmt = open_input(path, from_format)
+        sources.append(src)
+        if fmt.notes is not None:
+            notes.extend(f"{path}: {n}" for n in fmt.notes(src.head))
         route, records = _route(_records(src, fmt, opts, stats), agg.mode)
         routes.add(route)
         if len(routes) > 1:
@@ -97,8 +102,14 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
         profile = Profile()
     from .histograms import merge
     profile.histograms[:] = merge(profile.histograms + histograms)
+    profile.warnings[:0] = notes
+    for src in sources:
+        if src.cut_line is not None:
+            profile.warnings.append(f"{src.path}:{src.cut_line}: the input ends inside this "
+                                    "line (a file cut short?): its last event may be incomplete")
     if stats.get("skipped_lines"):
-        profile.warnings.append(f"skipped {stats['skipped_lines']} malformed lines "
+        n = stats["skipped_lines"]
+        profile.warnings.append(f"skipped {n} malformed line{'s' if n != 1 else ''} "
                                 f"(first: {stats['first_skipped']})")
     return profile
 

@@ -26,6 +26,7 @@ class Source:
         self.kind = kind  # "text", "gzip", or the name of a binary input format
         self.binary_format = None  # the InputFormat converted from (perf.data), if any
         self._finish = None        # its converter's finish(): raises on failure
+        self.cut_line: Optional[int] = None  # the last line, when it has no final newline
         self._stream = self._open()
         self._chunks = _text_chunks(self._stream)
         self._first = self._read_first()
@@ -59,20 +60,27 @@ class Source:
         self._check_converter()
 
     def lines(self) -> Iterator[tuple[int, str]]:
-        return enumerate(_split(self._all_chunks(), "\n"), 1)
+        return enumerate(_split(self._all_chunks(), "\n", self._cut), 1)
+
+    def _cut(self, pieces: int, last: str) -> None:
+        """The input ended inside a line (a file cut short): remember its number."""
+        self.cut_line = pieces
 
     def blocks(self) -> Iterator[tuple[int, str]]:
         """Runs of non-blank lines, without their final newline, with the number of their
         first line. Lines of only white space count as blank for this split only when they
         are empty; parsers must accept a block that holds anything."""
         lineno = 1
-        for block in _split(self._all_chunks(), "\n\n"):
+        cut = []
+        for block in _split(self._all_chunks(), "\n\n", lambda n, last: cut.append(last)):
             start = lineno
             lineno += block.count("\n") + 2
             if block.startswith("\n"):
                 stripped = block.lstrip("\n")
                 start += len(block) - len(stripped)
                 block = stripped
+            if cut:
+                self.cut_line = start + block.count("\n")
             if block:
                 yield start, block
 
@@ -140,15 +148,20 @@ def _text_chunks(stream, size: int = 1 << 20) -> Iterator[str]:
             return
 
 
-def _split(chunks: Iterator[str], sep: str) -> Iterator[str]:
+def _split(chunks: Iterator[str], sep: str, cut=None) -> Iterator[str]:
     """Pieces of the concatenated chunks between separators; a final separator at the end
-    of the input gives no empty last piece."""
+    of the input gives no empty last piece. ``cut(pieces, last)`` is called before the
+    last piece when the input does not end with a newline (a file cut short)."""
     rest = ""
+    count = 0
     for chunk in chunks:
         pieces = (rest + chunk).split(sep) if rest else chunk.split(sep)
         rest = pieces.pop()
+        count += len(pieces)
         yield from pieces
     if sep == "\n\n" and rest.endswith("\n"):
         rest = rest[:-1]
+    elif rest and cut is not None:
+        cut(count + 1, rest)
     if rest:
         yield rest

@@ -103,7 +103,7 @@ def test_lenient_skips_and_reports(tmp_path):
     r = run(bad, "--lenient")
     assert r.exit_code == 0
     assert r.stdout == "a;f 1\n"
-    assert f"skipped 1 malformed lines (first: {bad}:4)" in r.stderr
+    assert f"skipped 1 malformed line (first: {bad}:4)" in r.stderr
 
 
 def test_record_passes_its_arguments_to_the_recorder():

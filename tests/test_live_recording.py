@@ -57,7 +57,11 @@ def test_live_sleep_is_blocked_time_in_nanosleep(recording):
     t = threads[0]
     # 5 sleeps of 50 ms (plus timer slack): blocked, not waiting for a CPU
     assert 245_000 <= t["blocked_us"] <= 300_000, t
-    assert t["runq_us"] < 20_000, t
+    # --comm selects by the final name, so python's start-up (before prctl) is in the row;
+    # the sleeps themselves wait little for the CPU
+    sleep_runq = sum(s["us"] for s in rep["top_stacks"]
+                     if s["kind"] == "runq" and "nanosleep" in s["stack"])
+    assert sleep_runq < 20_000, rep["top_stacks"]
     causes = {c["cause"]: c["blocked_us"] for c in rep["causes"]}
     assert max(causes, key=causes.get) == "sleep", causes
 

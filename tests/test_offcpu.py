@@ -128,13 +128,13 @@ def test_state_filter():
 
 def test_parse_state():
     assert parse_state("0") == frozenset("R")
-    assert parse_state("2") == frozenset("D")
-    assert parse_state("3") == frozenset("SD")
+    assert parse_state("2") == frozenset("DI")      # offcputime: prev->__state & 2 (TASK_IDLE too)
+    assert parse_state("3") == frozenset("SDI")
     assert parse_state("D") == frozenset("D")
     assert parse_state("S,D") == frozenset("SD")
     assert state_matches("D|K", frozenset("D")) and state_matches("R+", frozenset("R"))
     assert not state_matches("S", frozenset("D"))
-    for bad in ("Q", "", "256"):
+    for bad in ("Q", ""):
         with pytest.raises(OffconvError):
             parse_state(bad)
 

@@ -1,10 +1,12 @@
 """offconv's SVGs in a real browser: ../shared/tools/svg-check opens them in headless
 Chromium, searches (Search button + prompt) and clicks a frame the way a person does.
-Needs the shared/ folder beside the repo (as in CI); skipped when it is absent."""
+Needs the shared/ folder beside the repo (as in CI), or $OFFCONV_SHARED; skipped when it
+is absent, except with OFFCONV_REQUIRE_BROWSER=1 (set by .ci/run): then they fail."""
 from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +18,18 @@ from offconv.renderers.svg import render
 
 from test_svg_layout import folded_profile, load_fixture
 
-SVG_CHECK = Path(__file__).resolve().parents[2] / "shared" / "tools" / "svg-check"
+SHARED = Path(os.environ.get("OFFCONV_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+SVG_CHECK = SHARED / "tools" / "svg-check"
+REQUIRED = os.environ.get("OFFCONV_REQUIRE_BROWSER") == "1"
 
-pytestmark = pytest.mark.skipif(not SVG_CHECK.exists(), reason=f"{SVG_CHECK} not found")
+
+@pytest.fixture(autouse=True)
+def _need_svg_check():
+    if not SVG_CHECK.exists():
+        if REQUIRED:
+            pytest.fail(f"{SVG_CHECK} not found and OFFCONV_REQUIRE_BROWSER=1: CI must run "
+                        "the browser tests (give the shared/ folder, or $OFFCONV_SHARED)")
+        pytest.skip(f"{SVG_CHECK} not found")
 
 
 def write_svg(tmp_path: Path, fixture: str, unit: str, mode: str, **flame) -> Path:

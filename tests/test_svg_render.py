@@ -131,7 +131,8 @@ def test_annotations_are_stripped_and_coloured_by_kind():
 def test_values_in_the_unit_that_reads_best():
     us = value_formatter("us", 1.0)
     assert us(12400) == "12.4 ms" and us(3_100_000) == "3.1 s" and us(999) == "999 us"
-    assert value_formatter("ns", 1.0)(1500) == "1.5 us"
+    assert value_formatter("ns", 1.0)(1500) == "1.5 µs"
+    assert value_formatter("µs", 1.0)(999) == "999 µs"   # the default for off-CPU profiles
     assert value_formatter("samples", 1.0)(1234567) == "1,234,567 samples"
     assert value_formatter("us", 1000.0)(5) == "5 ms"  # --factor scales what is shown
     text = svg_text(folded_profile("t;a 12400", "us", "blocked"))

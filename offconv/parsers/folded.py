@@ -230,17 +230,24 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
 
 
 def sniff(head: list[str]) -> str:
-    seen = 0
+    """yes when most of the first lines are folded stacks (a bad line among them is left
+    to the parser, which names it by file and line); no when most are not."""
+    seen = bad = 0
     for line in head:
         line = line.rstrip()
         if not line or line.startswith("#"):
             continue
         if line[0] in " \t" or split_line(line) is None:
-            return NO
+            bad += 1
+            if bad > 8 and bad > seen:
+                return NO  # clearly something else: stop looking
+            continue
         if line[0] == "@" and line.rpartition(" ")[0].endswith(":"):
             return NO  # a bpftrace map line '@name[key]: 5'
         seen += 1
-    return YES if seen else MAYBE
+    if not bad:
+        return YES if seen else MAYBE
+    return YES if seen > 2 * bad else (MAYBE if seen > bad else NO)
 
 
 FORMAT = InputFormat(name="folded", sniff=sniff, parse=parse,

@@ -47,7 +47,16 @@ def _first_message(stderr: str, rc: int) -> str:
     for ln in lines:
         if not ln.lower().startswith(("warning", "#")):
             return ln
-    return lines[0] if lines else f"exit status {rc}"
+    if lines:
+        return lines[0]
+    if rc < 0:
+        import signal
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return f"perf was killed by {name} (a truncated or corrupt file?)"
+    return f"exit status {rc}"
 
 
 def _widen_pipe(stream, size: int = 1 << 20) -> None:

@@ -109,9 +109,34 @@ def parse_header(line: str) -> Optional[tuple]:
     if m is None:
         return None
     comm, pid, tid, cpu, period, event, payload = m.groups()
+    if event[0].isdigit():  # "800.69x344:": a corrupted timestamp, not an event name
+        return None
     return (comm.strip(), int(pid) if pid is not None else None, int(tid),
             int(cpu) if cpu is not None else None, None, int(period) if period else 1,
             event, payload.strip())
+
+
+# "comm tid [cpu] 800.69x344:" -- where a header has its timestamp, something else
+_BAD_TIME = re.compile(r"^\s*\S.*?\s+(?:-?\d+/)?-?\d+\s+(?:\[\d+\]\s+)?(\d\S*?):(?=\s|$)")
+
+
+def padded_header(line: str) -> Optional[tuple]:
+    """A header whose comm perf right-aligned with spaces (no callchains: ``perf script``
+    without -g, or -F without ip,sym), recognised by its shape -- a timestamp and an event
+    -- not by its column; None for a callchain line."""
+    s = line.lstrip(" ")
+    if not s or s[0] == "\t" or _FRAME_LIKE.match(s) and _TIME.search(s) is None:
+        return None
+    h = parse_header(s)
+    return h if h is not None and h[4] is not None else None
+
+
+def _header_error(line: str) -> tuple:
+    """(expected, got) for a line that is not a header: a corrupted timestamp is named."""
+    m = _BAD_TIME.match(line)
+    if m is not None:
+        return "a timestamp 'secs.frac:'", f"'{m.group(1)}:'"
+    return HEADER_HELP, "a line that is neither an event header nor a stack frame"
 
 
 def clean_name(func: str) -> str:
@@ -314,8 +339,10 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         return Sample(stack, h[5], SAMPLES, Task(h[0], h[1], h[2]), h[4], h[3], h[6], ONCPU,
                       None, hl)
 
+    skipping = False  # the callchain of a malformed header skipped with --lenient
     for lineno, line in lines:
         if not line:
+            skipping = False
             if head is not None:
                 yield finish()
                 head = None
@@ -323,30 +350,41 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         c = line[0]
         if c == "\t" or c == " ":
             g = cache_get(line)
+            h = None
             if g is None:
                 if not line.strip():
+                    skipping = False
                     if head is not None:
                         yield finish()
                         head = None
                     continue
-                g = parse_frame(line, addrs, demangle)
-                if len(cache) < 2_000_000:
-                    cache[line] = g
-            if head is not None:
-                append(g)
-            else:
-                _skip(stats, path, lineno, line, opts, HEADER_HELP, "a stack line before any event header")
+                h = padded_header(line) if c == " " else None
+                if h is None:
+                    g = parse_frame(line, addrs, demangle)
+                    if len(cache) < 2_000_000:
+                        cache[line] = g
+            if h is None:
+                if head is not None:
+                    append(g)
+                elif not skipping:
+                    _skip(stats, path, lineno, line, opts, HEADER_HELP, "a stack line before any event header")
+                continue
+        elif c == "#":
             continue
-        if c == "#":
-            continue
-        h = parse_header(line)
+        else:
+            h = parse_header(line)
         if h is None:
             if head is not None and _FRAME_LIKE.match(line):
                 append(parse_frame(line, addrs, demangle))  # unindented callchain (old perf)
                 continue
-            _skip(stats, path, lineno, line, opts, HEADER_HELP,
-                  "a line that is neither an event header nor a stack frame")
+            if head is not None:
+                yield finish()
+                head = None
+            expected, got = _header_error(line)
+            _skip(stats, path, lineno, line, opts, expected, got)
+            skipping = True
             continue
+        skipping = False
         if head is not None:
             yield finish()
         head = (h, lineno, line)
@@ -392,7 +430,7 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
                     budget -= len(callers)
             g = frames.get(leaf)
             if g is None:
-                if not leaf or leaf[0] not in " \t" or not leaf.strip():
+                if not leaf or leaf[0] not in " \t" or not leaf.strip() or padded_header(leaf):
                     yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
                     continue
                 g = frames[leaf] = parse_frame(leaf, addrs, demangle)
@@ -415,6 +453,8 @@ def _body_stack(body: str, addrs: bool, frames: dict, demangle: bool = False) ->
             return None
         g = frames.get(line)
         if g is None:
+            if padded_header(line) is not None:  # no callchains: a header padded by perf
+                return None
             g = frames[line] = parse_frame(line, addrs, demangle)
         groups.append(g)
     groups.reverse()
@@ -441,10 +481,12 @@ def _skip(stats, path, lineno, line, opts, expected, got):
 
 def sniff(head: list[str]) -> str:
     """yes: a header line followed by a stack line or a sched payload; no: the first
-    non-comment line is not a header; maybe: not enough input."""
+    non-comment lines are not headers (one bad line among good ones is tolerated, so that
+    the parser can name it by file and line); maybe: not enough input."""
     if head and head[0].startswith("# ========"):
         return YES
     prev_header = None
+    bad = 0
     for line in head:
         if not line.strip() or line.startswith("#"):
             continue
@@ -454,7 +496,12 @@ def sniff(head: list[str]) -> str:
             return YES if parse_header(line) is not None else NO
         h = parse_header(line)
         if h is None:
-            return NO
+            if bad and (line[0] == "\t" or _FRAME_LIKE.match(line.strip())):
+                continue  # the callchain of the corrupted header
+            if bad or line[0] == "\t" or _BAD_TIME.match(line) is None:
+                return NO
+            bad = 1  # a corrupted header, e.g. its timestamp: look at what follows
+            continue
         if h[4] is not None and (h[6] in SCHED_EVENTS or h[7] == "" or _FRAME_LIKE.match(h[7])):
             prev_header = h
             if h[6] in SCHED_EVENTS:
@@ -464,5 +511,43 @@ def sniff(head: list[str]) -> str:
     return MAYBE if prev_header is not None else NO
 
 
+def notes(head: list[str]) -> list[str]:
+    """What the first lines say the recording lacks, and what that costs: no call chains
+    (no -g, or -F without ip,sym), no cpu field, no dso field."""
+    headers = stacks = with_dso = with_cpu = sched = 0
+    for line in head:
+        if not line.strip() or line[0] == "#":
+            continue
+        h = padded_header(line) if line[0] == " " else None
+        if line[0] == "\t" or (line[0] == " " and h is None):
+            stacks += 1
+            with_dso += line.rstrip().endswith(")")
+            continue
+        h = h or parse_header(line)
+        if h is None:
+            continue
+        headers += 1
+        with_cpu += h[3] is not None
+        sched += h[6] in SCHED_EVENTS
+        if h[7] and h[6] not in SCHED_EVENTS and _FRAME_LIKE.match(h[7]):
+            stacks += 1
+            with_dso += 1
+    out = []
+    if headers >= 2 and not stacks:
+        out.append("the recording has no call chains: causes cannot be read (every cause is "
+                   "'other', stacks are thread names only); record with -g, and keep ip,sym,dso "
+                   "in perf script -F")
+    elif stacks and not with_dso:
+        out.append("the recording has no dso field (perf script -F without dso): kernel and "
+                   "user frames cannot be told apart, so causes cannot be read (every cause is "
+                   "'other') and -U/-K/--kernel do not apply; add dso to -F")
+    if sched and not with_cpu:
+        out.append("the recording has no cpu field (perf script -F without cpu): a missing "
+                   "switch-in cannot be taken from the previous switch on its CPU; the thread's "
+                   "next event as the running task is taken instead (its run-queue time is then "
+                   "an upper bound); add cpu to -F")
+    return out
+
+
 FORMAT = InputFormat(name="perf-script", sniff=sniff, parse=parse, parse_blocks=parse_blocks,
-                   description="perf script text (default fields and -F variants)")
+                   notes=notes, description="perf script text (default fields and -F variants)")

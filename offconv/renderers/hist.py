@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from ..errors import OffconvError
 from ..format_types import OutputFormat
 
 BAR = 52
@@ -59,6 +60,10 @@ def render_histogram(h, out: TextIO) -> None:
 
 def render(profile, out: TextIO, opts=None) -> None:
     from ..histograms import merge
+    if not profile.histograms:
+        raise OffconvError("hist: no latencies in this profile (on-CPU samples or folded "
+                           "stacks have none): record sched events (perf record -e "
+                           "sched:sched_switch -e sched:sched_wakeup -g -a)")
     for h in merge(profile.histograms):
         render_histogram(h, out)
 

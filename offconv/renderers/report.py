@@ -7,7 +7,7 @@ from typing import TextIO
 
 from ..analysis import report_data
 from ..format_types import OutputFormat
-from ..units import human_us
+from ..units import human_us, plural
 from ..verdict import scope_text
 
 MAX_THREADS = 20
@@ -52,7 +52,7 @@ def render(profile, out: TextIO, opts=None) -> None:
     if d["per_process_recording"]:
         w("  NOTE: a `perf record -p` recording: durations need a system-wide recording.\n")
     t = d["totals"]
-    w(f"\nTotals over {human_us(d['span_us'])} of trace, {len(d['threads'])} threads\n")
+    w(f"\nTotals over {human_us(d['span_us'])} of trace, {plural(len(d['threads']), 'thread')}\n")
     _table([["off-CPU", "blocked", "run queue", "(preempted)", "on-CPU"],
             [human_us(t["offcpu_us"]), human_us(t["blocked_us"]), human_us(t["runq_us"]),
              human_us(t["runq_preempted_us"]), human_us(t["oncpu_us"])]], out)
@@ -78,6 +78,9 @@ def _threads(threads: list, out: TextIO) -> None:
                      human_us(r["runq_preempted_us"]), human_us(r["oncpu_us"]),
                      str(r["switches"]), str(r["inferred_switch_in"]), str(r["no_wakeup"])])
     _table(rows, out)
+    if threads and all(r["pid"] is None for r in threads):
+        out.write("  (pid -: the input carries thread ids only, as perf script's default fields "
+                  "do; perf script -F comm,pid,tid,cpu,time,event,trace,ip,sym,dso gives pids)\n")
 
 
 def _latency(lat: dict, out: TextIO) -> None:

@@ -52,6 +52,8 @@ def resolve_style(profile: Profile, flame: FlameOptions) -> Style:
     countname = flame.countname
     if countname is None:
         countname = profile.unit if profile.unit else "samples"
+        if countname == "us":
+            countname = "µs"  # as the report (units.human_us); an explicit --countname wins
     return Style(
         title=flame.title if flame.title is not None else _default_title(profile, flame),
         subtitle=flame.subtitle or "",

@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Optional, TextIO
 
+from ...model import state_help
 from .layout import XPAD, Layout
-from .palette import Colorizer, diff_color, strip_annotation
+from .palette import FAMILY_BLOCKED, FAMILY_RUNQ, Colorizer, diff_color, strip_annotation
 
 # Characters XML 1.0 does not allow (and lone surrogates, which cannot be encoded).
 _INVALID_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
                           "'": "&#39;"})
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-_SHOW_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (0.0, "ns"))
+_SHOW_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (0.0, "ns"))  # as units.human_us
 
 
 def escape(text: str) -> str:
@@ -71,12 +72,16 @@ def value_formatter(countname: str, factor: float):
             return f"{v * factor:,.0f} {countname}"
         return fmt
 
+    micro = "us" if countname == "us" else "µs"  # an explicit --countname us wins
+
     def fmt_time(v: float) -> str:
         seconds = v * factor * scale
         mag = abs(seconds)
         for limit, unit in _SHOW_UNITS:
             if mag >= limit:
                 break
+        if unit == "µs":
+            unit = micro
         shown = seconds / (limit or 1e-9)
         sign = "-" if shown < 0 else ""
         return f"{sign}{_number(abs(shown))} {unit}"
@@ -104,7 +109,25 @@ def _notes(notes: str) -> str:
     return f"<!-- NOTES: {text.rstrip('-')} -->\n"
 
 
+LEGEND = ("blue: blocked (by state: [blocked S], [blocked D], ...) · orange: waiting for a "
+          "CPU ([run queue], [preempted]) · hover a [state] frame for its meaning")
+
+
+def _state_help(bare: str, flags: int) -> str:
+    """'; what it means' for a state-split frame ([blocked S], [run queue], ...), in a form
+    that keeps the tooltip's last ' (' the value's (flamegraph.js reads the name before it)."""
+    if not (flags & (FAMILY_RUNQ | FAMILY_BLOCKED)) or not bare.startswith("["):
+        return ""
+    text = state_help(bare)
+    if not text:
+        return ""
+    return "; " + escape(text.replace("(", "[").replace(")", "]"))
+
+
 def write_svg(out: TextIO, lay: Layout, style: Style, differential: bool) -> None:
+    if style.state_split and not style.subtitle and not differential and any(
+            b[5] & (FAMILY_RUNQ | FAMILY_BLOCKED) for b in lay.boxes):
+        style = replace(style, subtitle=LEGEND)
     ypad1 = style.fontsize * 3 + (style.fontsize * 2 if style.subtitle else 0)
     ypad2 = style.fontsize * 2 + 10
     height = (lay.depth_max + 1) * style.frame_height + ypad1 + ypad2
@@ -184,7 +207,8 @@ def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
         shown = names.get(name)
         if shown is None:
             bare = strip_annotation(name)
-            shown = names[name] = (escape(bare), bare)
+            shown = names[name] = (escape(bare), bare,
+                                   _state_help(bare, flags) if style.state_split else "")
         x1 = round(XPAD + start * wpt, 1)
         x2 = round(XPAD + (start + value) * wpt, 1) if depth else round(XPAD + lay.timemax * wpt, 1)
         w = x2 - x1
@@ -194,7 +218,7 @@ def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
         elif differential:
             info, fill, mark = _diff_info(shown[0], value, before, own, fmt, pct_of, lay, style)
         else:
-            info = f"{shown[0]} ({fmt(value)}, {value * pct_of:.2f}%)"
+            info = f"{shown[0]} ({fmt(value)}, {value * pct_of:.2f}%{shown[2]})"
             fill = color(name, flags)
         chars = int(w / char_px)
         label = ""
