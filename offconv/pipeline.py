@@ -107,6 +107,20 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
         if src.cut_line is not None:
             profile.warnings.append(f"{src.path}:{src.cut_line}: the input ends inside this "
                                     "line (a file cut short?): its last event may be incomplete")
+    lost = {k: stats[k] for k in ("lost_samples", "lost_chunks") if stats.get(k)}
+    if lost:
+        what = []
+        if lost.get("lost_samples"):
+            what.append(f"{lost['lost_samples']} events (PERF_RECORD_LOST)")
+        if lost.get("lost_chunks"):
+            pct = stats.get("lost_samples_pct")
+            what.append(f"{lost['lost_chunks']} chunks" + (f" ({pct:g}% of samples)" if pct else ""))
+        profile.warnings.insert(0, f"the recording lost {' and '.join(what)}: the trace has "
+                                   "gaps; totals undercount and switch-ins may be inferred; "
+                                   "record a shorter window or with a bigger buffer (-m)")
+        if profile.analysis is not None:
+            profile.analysis.dropped.update(lost)
+            profile.dropped.update(lost)
     if stats.get("skipped_lines"):
         n = stats["skipped_lines"]
         profile.warnings.append(f"skipped {n} malformed line{'s' if n != 1 else ''} "

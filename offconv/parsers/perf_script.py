@@ -370,12 +370,22 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
                     _skip(stats, path, lineno, line, opts, HEADER_HELP, "a stack line before any event header")
                 continue
         elif c == "#":
+            if line.startswith(RECORDER_COMMENT) and stats is not None:
+                _recorder_comment(line, stats)
             continue
         else:
             h = parse_header(line)
         if h is None:
             if head is not None and _FRAME_LIKE.match(line):
                 append(parse_frame(line, addrs, demangle))  # unindented callchain (old perf)
+                continue
+            lost = _LOST.search(line)
+            if lost is not None:          # perf script --show-lost-events
+                if head is not None:
+                    yield finish()
+                    head = None
+                if stats is not None:
+                    stats["lost_samples"] = stats.get("lost_samples", 0) + int(lost.group(1))
                 continue
             if head is not None:
                 yield finish()
@@ -469,6 +479,23 @@ OFFCPU_EVENT = "offcpu-time"
 def _offcpu_sample(h: tuple, stack: tuple, lineno: int) -> Sample:
     return Sample(stack, h[5], "ns", Task(h[0], h[1], h[2]), h[4], h[3], h[6], OFFCPU, None,
                   lineno)
+
+
+# perf script --show-lost-events (perf 6.1):
+#   perf  9518 [000]   324.432732: PERF_RECORD_LOST lost 27
+_LOST = re.compile(r"\s\d+\.\d+:\s+PERF_RECORD_LOST lost (\d+)\s*$")
+# the first line scripts/record.sh writes:
+#   # offconv-record: backend=perf target=... window_s=3 lost_chunks=21 lost_samples_pct=1.2 ...
+RECORDER_COMMENT = "# offconv-record:"
+_RECORDER_FIELD = re.compile(r"\b(lost_chunks|lost_samples_pct)=([0-9.]+)")
+
+
+def _recorder_comment(line: str, stats: dict) -> None:
+    for key, value in _RECORDER_FIELD.findall(line):
+        if key == "lost_chunks":
+            stats["lost_chunks"] = stats.get("lost_chunks", 0) + int(float(value))
+        else:
+            stats["lost_samples_pct"] = max(stats.get("lost_samples_pct", 0.0), float(value))
 
 
 def _skip(stats, path, lineno, line, opts, expected, got):
