@@ -106,7 +106,12 @@ def test_json_report_has_the_design_keys_and_integer_us():
     assert (row["comm"], row["pid"], row["blocked_us"], row["runq_us"], row["runq_preempted_us"],
             row["switches"]) == ("my app", None, 100, 25, 20, 2)
     assert set(d["latency"]["runq"]) == {"count", "p50_us", "p90_us", "p99_us", "max_us"}
-    assert d["verdict"]["answer"] in ("capacity", "waiting", "both", "on-cpu")
+    # my app: blocked 100 of 220 µs wall (45%); preempted 20 µs + worker's 80 µs behind
+    # another task (its 5 µs after the wakeup ended at a switch from idle: not contention)
+    v = d["verdict"]
+    assert v["answer"] == "both", v["reason"]
+    assert v["blocked_share"] == round(100 / (220 + 102), 4) or v["blocked_long"]
+    assert v["idle_wakeup_us"] == 5
 
     def ints(o, key=""):
         if isinstance(o, dict):

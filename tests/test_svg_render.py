@@ -195,9 +195,14 @@ def test_empty_profile_is_nothing_to_draw():
 
 
 def test_renderer_is_stateless():
+    """Rendering another profile (other names, another palette, a title) in between does
+    not change what the first one renders to: nothing is kept between calls."""
     p = folded_profile(load_fixture("iperf.folded"))
-    assert svg_text(p) == svg_text(p)
-    assert svg_text(replace(p)) == svg_text(p, title=None)
+    first = svg_text(p)
+    other = svg_text(folded_profile("t;[blocked S];zz 1000", "us", "offcpu"), title="Other",
+                     colors="java")
+    assert other != first and ">Other</text>" in other
+    assert svg_text(replace(p)) == first
 
 
 # ---- the CLI path (the lead maps flamegraph.pl's options onto FlameOptions in cli.py) ----
