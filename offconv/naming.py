@@ -82,12 +82,13 @@ def _is_java(root: Frame) -> bool:
         and root.task.tid is not None
 
 
-def merge_by_label(samples: dict, namer: Namer) -> dict:
-    """stack of frames -> weight  =>  tuple of display names -> summed weight (frames
-    that print the same, e.g. two threads of one comm without --tid, merge)."""
+def merge_by(samples: dict, key) -> dict:
+    """stack of frames -> weight  =>  key(stack) -> summed weight: stacks that display the
+    same (e.g. two threads of one comm without --tid) merge. ``key`` is a Namer's
+    ``stack`` (a tuple of names) or ``folded`` (the folded text)."""
     out: dict = {}
     get = out.get
     for stack, w in samples.items():
-        key = namer.stack(stack)
-        out[key] = get(key, 0) + w
+        k = key(stack)
+        out[k] = get(k, 0) + w
     return out

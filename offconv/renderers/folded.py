@@ -8,7 +8,7 @@ from typing import TextIO
 
 from ..format_types import OutputFormat
 from ..model import Profile
-from ..naming import Namer
+from ..naming import Namer, merge_by
 from ..options import NamingOptions
 
 
@@ -20,21 +20,12 @@ def format_count(v) -> str:
     return str(v)
 
 
-def _by_text(samples: dict, namer: Namer) -> dict:
-    out: dict = {}
-    get = out.get
-    for stack, w in samples.items():
-        key = namer.folded(stack)
-        out[key] = get(key, 0) + w
-    return out
-
-
 def render(profile: Profile, out: TextIO, opts=None) -> None:
     namer = Namer(getattr(opts, "naming", None) or NamingOptions())
-    after = _by_text(profile.samples, namer)
+    after = merge_by(profile.samples, namer.folded)
     # sort by the stack text alone (not the whole line): that is stackcollapse-perf.pl's order
     if profile.before is not None:
-        before = _by_text(profile.before, namer)
+        before = merge_by(profile.before, namer.folded)
         out.writelines(f"{s} {format_count(before.get(s, 0))} {format_count(after.get(s, 0))}\n"
                        for s in sorted(set(before) | set(after)))
     else:

@@ -11,7 +11,7 @@ from typing import TextIO
 from ...errors import OffconvError
 from ...format_types import OutputFormat
 from ...model import OFFCPU_MODES, Profile
-from ...naming import Namer
+from ...naming import Namer, merge_by
 from ...options import FlameOptions, NamingOptions, Options
 from .layout import frame_flags, layout, prune_threshold
 from .palette import background, check_palette
@@ -111,12 +111,7 @@ class _Labels:
         return names
 
     def merge(self, samples: dict) -> dict:
-        out: dict = {}
-        get = out.get
-        for stack, w in samples.items():
-            key = self.stack(stack)
-            out[key] = get(key, 0) + w
-        return out
+        return merge_by(samples, self.stack)
 
 
 FORMAT = OutputFormat(name="svg", suffixes=(".svg",), render=render, state_split=True,
