@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Optional
 
-from .causes import IDLE_CAUSES, Classifier
+from .causes import IDLE_CAUSES, PEER_CAUSES, Classifier
 from .latency import latency_stats
 from .options import ReportOptions
 from .units import ns_to_us
@@ -83,6 +83,9 @@ class Analysis:
     per_process: bool = False        # a `perf record -p` recording was detected
     classify: Classifier = field(default_factory=Classifier)
     last_cause: dict = field(default_factory=dict)   # tid -> cause of its last wait
+    last_in: dict = field(default_factory=dict)      # tid -> since when it is runnable or running (ns)
+    parents: dict = field(default_factory=dict)      # tid -> the tid that created it
+    command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
 
     def thread(self, task) -> ThreadTotals:
@@ -106,6 +109,12 @@ class Analysis:
             waker = p.waker
             cause = self.classify.period(p.stack, p.waker_stack,
                                          self.last_cause.get(waker.tid) if waker else None)
+            if waker is not None and waker.tid and cause[0] in PEER_CAUSES \
+                    and p.wake_ns is not None:
+                ran_from = self.last_in.get(waker.tid)
+                d = p.wake_ns - p.start_ns
+                if ran_from is not None and d > 0 and p.wake_ns - max(ran_from, p.start_ns) >= d / 2:
+                    cause = ("peer-cpu", f"waiting for {waker.comm}'s CPU work")
             if waker is None and cause[0] == "lock":
                 cause = UNWOKEN_LOCK
             elif cause == ("poll/idle", "timed wait"):
@@ -132,6 +141,8 @@ class Analysis:
                 arr = tt.cause_durations[cause[0]] = array("q")
             arr.append(d)
             self._stack("blocked", key, process, d)
+        if p.end_ns is not None:   # runnable from here (then on a CPU): busy, not waiting
+            self.last_in[p.task.tid] = p.runq_start_ns if p.has_runq else p.end_ns
         if runq and p.has_runq:
             r = p.runq_ns
             tt.runq_ns += r
@@ -188,6 +199,8 @@ class Analysis:
                 tt.inferred += c.inferred
                 tt.no_wakeup += c.no_wakeup
         self.wakeup_events += stats.get("wakeup_events", 0)
+        self.parents.update(stats.get("parents", {}))
+        self.command |= stats.get("command", set())
         counts = stats.items()
         for tid, row in stats.get("by_tid", {}).items():
             if not self.threads_filtered or tid in self.threads:
@@ -202,7 +215,7 @@ class Analysis:
             counts = sel.items()
         for k, v in counts:
             if k in ("threads", "first_ns", "last_ns", "per_process", "by_tid", "samples",
-                     "wakeup_events"):
+                     "wakeup_events", "parents", "command"):
                 continue
             self.dropped[k] = self.dropped.get(k, 0) + v
         if stats.get("samples"):

@@ -8,7 +8,10 @@ pressure); otherwise the leaf-most kernel frame that is not scheduler plumbing
 decides (a kworker idling in ``worker_thread`` is ``poll/idle``, one in ``io_schedule``
 under ``worker_thread`` is ``disk``); nothing matched: ``other``.
 
-The wake-up says what ended it (``refine``, rules in ``WAKER_RULES``): a lock wait (a
+The wake-up says what ended it (``refine``, rules in ``WAKER_RULES``; and in
+``analysis.Analysis.add_period``, a socket, pipe or unclassified wait ended by a thread that
+was runnable or running for most of the wait is ``peer-cpu``: waiting for that thread's CPU
+work, not for the network): a lock wait (a
 futex) ended by a timer is a timed wait that nobody released -- idle-like, not a lock;
 one ended by a thread that was itself idle (waiting for work, a timed wait) just before
 it woke this one is waiting for work handed out by that thread. Otherwise a lock wait
@@ -20,8 +23,14 @@ import re
 
 from .model import KERNEL
 
-CAUSES = ("disk", "lock", "network", "poll/idle", "child", "sleep", "paging", "other")
-IDLE_CAUSES = frozenset(("poll/idle", "child"))
+CAUSES = ("disk", "lock", "network", "poll/idle", "child", "peer-cpu", "sleep", "paging",
+          "other")
+# not latency: waiting for work, for a child process, or for another thread's CPU work
+# (that time is counted where it is spent, on the other thread)
+IDLE_CAUSES = frozenset(("poll/idle", "child", "peer-cpu"))
+# waits that become ``peer-cpu`` when the thread that ended them was running on a CPU for
+# most of the wait (a request answered by a busy peer: the peer's CPU is the cost)
+PEER_CAUSES = frozenset(("network", "poll/idle", "other"))
 
 FAULT = r"page_fault|handle_mm_fault|^__do_fault$|^do_fault$|handle_userfault"
 # under a fault, the first matching rule (anywhere in the kernel stack) decides

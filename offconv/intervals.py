@@ -40,6 +40,9 @@ from .model import EXIT, SWITCH, WAKE, OnCpu, Period, SchedEvent, Task, ThreadCo
 
 ON, BLK, RQ = 0, 1, 2
 DEAD_STATES = frozenset("XZ")
+# `perf record -- CMD` forks a child named perf-exec that then execs CMD: that task, and
+# every task it creates (sched_wakeup_new: the creator wakes the new task), is the command
+RECORDED_COMMAND = "perf-exec"
 PROBE_EVENTS = 20000       # at most this many events are buffered to detect a -p recording
 PROBE_IDLE_SWITCHES = 20   # switches into idle without any idle event: a -p recording
 
@@ -139,6 +142,8 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
     if stats is None:
         stats = {}
     stats.setdefault("threads", {})
+    stats.setdefault("parents", {})
+    stats.setdefault("command", set())
     per_process, events = _probe(events)
     if per_process:
         stats["per_process"] = 1
@@ -190,6 +195,8 @@ class _Machine:
     # -- switch -----------------------------------------------------------------
     def _switch(self, ev: SchedEvent, t: int) -> Iterator:
         prev, nxt = ev.prev, ev.next
+        if nxt is not None and nxt.comm == RECORDED_COMMAND and nxt.tid:
+            self.stats["command"].add(nxt.tid)
         if prev is not None:
             yield from self._switch_out(ev, prev, t)
         if nxt is not None and not (prev is not None and _key(prev, ev.cpu) == _key(nxt, ev.cpu)):
@@ -276,6 +283,10 @@ class _Machine:
         target = ev.target
         if target is None:
             return
+        if ev.new and target.tid and ev.task.tid:
+            self.stats["parents"][target.tid] = ev.task.tid   # the creator wakes a new task
+        if target.comm == RECORDED_COMMAND and target.tid:
+            self.stats["command"].add(target.tid)
         key = _key(target, ev.cpu)
         st = self.threads.get(key)
         if st is None:

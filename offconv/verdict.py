@@ -2,7 +2,10 @@
 decided (``decide``) apart from its wording (``explain``).
 
 Scope (``scope``): the verdict is about a workload. With a thread selection (``-p``,
-``--filter-tid``, ``--comm``, ``--state``) it is the selected threads. Otherwise threads
+``--filter-tid``, ``--comm``, ``--state``) it is the selected threads. A recording of
+``perf record -- CMD`` shows the command (perf's ``perf-exec`` child) and the tasks it
+created (``sched_wakeup_new``): when that tree holds a material share of the busy time it is
+the workload, and everything else is left out as not part of the command. Otherwise threads
 are grouped by comm, and the workload is the groups whose *busy* time -- on-CPU time plus
 latency-relevant waits (blocked in a latency cause, run-queue time behind another task)
 -- is at least ``workload_share`` of all busy time. Every thread left out is listed with
@@ -82,6 +85,24 @@ def _single_sleep(t) -> bool:
     return len(t.cause_durations.get("sleep", ())) <= 2 and sleep >= 0.5 * t.wall_ns
 
 
+def command_tree(an) -> set:
+    """The tids of the command ``perf record -- CMD`` ran (its perf-exec task) and of every
+    task they created, transitively (empty when the trace does not show it)."""
+    if not an.command:
+        return set()
+    children: dict = {}
+    for child, parent in an.parents.items():
+        children.setdefault(parent, []).append(child)
+    tree, todo = set(), list(an.command)
+    while todo:
+        tid = todo.pop()
+        if tid in tree:
+            continue
+        tree.add(tid)
+        todo.extend(children.get(tid, ()))
+    return tree
+
+
 def scope(an, ropts: ReportOptions) -> Scope:
     idle_counted = an.threads_filtered
     left, kept = [], []
@@ -107,6 +128,15 @@ def scope(an, ropts: ReportOptions) -> Scope:
             left.append((t.comm, t.tid, f"rarely seen ({plural(t.switches, 'switch', 'switches')} "
                                         "in a filtered recording: a switch partner)"))
         kept = [t for t in kept if t not in rare]
+    if not an.threads_filtered:
+        tree = command_tree(an)
+        busy_all = sum(busy_ns(t, False) for t in kept)
+        in_tree = [t for t in kept if t.tid in tree and not _single_sleep(t)]
+        if in_tree and sum(busy_ns(t, False) for t in in_tree) >= ropts.workload_share * busy_all:
+            left.extend((t.comm, t.tid, "not part of the recorded command (the process "
+                                        "tree of perf record's command is the workload)")
+                        for t in kept if t.tid not in tree)
+            kept = [t for t in kept if t.tid in tree]
     groups: dict = {}
     for t in kept:
         groups.setdefault(t.comm, []).append(t)
@@ -224,8 +254,9 @@ FIX = {"lock": "fix the lock (shorten what the holder does while holding it)",
        "network": "fix the network path or the slow dependency behind it",
        "sleep": "remove or shorten the sleep", "paging": "relieve the memory pressure",
        "poll/idle": "find what it waits for", "child": "look at the child processes",
+       "peer-cpu": "profile the thread it waits for on CPU",
        "other": "read the blocked stacks to see what it waits for"}
-CAUSE_TEXT = {"disk": "disk waits", "lock": "lock waits", "network": "network waits",
+CAUSE_TEXT = {"peer-cpu": "waits for another thread's CPU work", "disk": "disk waits", "lock": "lock waits", "network": "network waits",
               "poll/idle": "idle waits", "child": "waits for child processes",
               "sleep": "sleeps", "paging": "page-fault waits (memory pressure)",
               "other": "other blocked waits"}

@@ -84,3 +84,38 @@ def test_file_page_faults_are_disk_and_swap_ins_are_paging(reports):
     sw = reports.setdefault("swapin", _report("swapin"))["verdict"]["cause"]
     assert (mm["cause"], mm["label"]) == ("disk", "page-fault read")
     assert (sw["cause"], sw["label"]) == ("paging", "swap-in")
+
+
+# -- the rules on their own ------------------------------------------------------------------
+
+def _k(*names):
+    from offconv.model import KERNEL, Frame
+    return tuple(Frame(n, "[kernel.kallsyms]", KERNEL) for n in names)
+
+
+def test_a_socket_wait_on_a_busy_peer_is_the_peers_cpu_work():
+    from offconv.analysis import Analysis
+    from offconv.model import Frame, Period, Task
+    an = Analysis()
+    me, peer = Task("client", 1, 1), Task("server", 1, 2)
+    sock = _k("tcp_recvmsg", "sk_wait_data", "schedule_timeout", "schedule")
+    key = (Frame("x"),)
+    # the peer became runnable at 0 ms (woken by the request) and ran until it answered at 3 ms
+    an.add_period(Period(peer, "S", -5_000_000, 0, 100_000, sock, me), key, "p")
+    an.add_period(Period(me, "S", 1_000_000, 3_000_000, 3_100_000, sock, peer), key, "p")
+    assert an.threads[1].by_cause == {("peer-cpu", "waiting for server's CPU work"): 2_000_000}
+    # a peer that was itself asleep (a slow dependency) until just before: a network wait
+    an.add_period(Period(peer, "S", 3_200_000, 20_000_000, 20_010_000, _k("do_nanosleep", "schedule"), None),
+                  key, "p")
+    an.add_period(Period(me, "S", 3_300_000, 20_050_000, 20_060_000, sock, peer), key, "p")
+    assert an.threads[1].by_cause[("network", "socket")] == 16_750_000
+
+
+def test_the_recorded_commands_process_tree():
+    from offconv.analysis import Analysis
+    from offconv.verdict import command_tree
+    an = Analysis()
+    an.command = {10}
+    an.parents = {11: 10, 12: 11, 13: 99}
+    assert command_tree(an) == {10, 11, 12}
+    assert command_tree(Analysis()) == set()

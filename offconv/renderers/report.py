@@ -11,6 +11,9 @@ from ..units import human_us, plural
 from ..verdict import scope_text
 
 MAX_THREADS = 20
+_NOT_LATENCY = {"poll/idle": "waiting for work, not latency",
+                "child": "waiting for child processes: their time is counted on them",
+                "peer-cpu": "another thread's CPU work: counted on that thread"}
 STACK_FRAMES = 6
 
 
@@ -100,7 +103,7 @@ def _causes(causes: list, blocked_us: int, out: TextIO) -> None:
     for c in causes:
         share = f"{c['blocked_us'] / blocked_us:.0%}" if blocked_us else "-"
         rows.append([c["cause"], human_us(c["blocked_us"]), share,
-                     "waiting for work, not latency" if c["idle"] else ""])
+                     _NOT_LATENCY.get(c["cause"], "") if c["idle"] else ""])
     _table(rows, out)
 
 
