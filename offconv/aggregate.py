@@ -25,6 +25,7 @@ def aggregate_samples(records: Iterable, popts: ParseOptions,
     defaulted = want is None
     warned = False
     unit = kind = None
+    weighted = False
     threads: dict = {}
     for r in records:
         if r.__class__ is not Sample:      # a tracepoint counted as an event (weight 1)
@@ -48,11 +49,17 @@ def aggregate_samples(records: Iterable, popts: ParseOptions,
             if tf is None:
                 tf = threads[task] = thread_frame(task)
             key = (tf,) + r.stack
-        counts[key] = counts.get(key, 0) + r.weight
+        w = r.weight
+        counts[key] = counts.get(key, 0) + w
+        if w != 1:
+            weighted = True
         if r.before is not None:
             if before is None:
                 before = {}
             before[key] = before.get(key, 0) + r.before
+    if want and kind == ONCPU and unit == SAMPLES:
+        # what the weights are: perf's periods of that event (cpu-clock: ns), or counts
+        profile.event = want if weighted else (profile.event or "")
     if fresh:
         if unit is not None:
             profile.unit, profile.mode = unit, kind

@@ -307,6 +307,9 @@ class Profile:
     warnings: list = field(default_factory=list)
     # Counts of what was skipped or inferred, by reason.
     dropped: dict = field(default_factory=dict)
+    # On-CPU samples weighted by perf's printed periods: the event they count ("cpu-clock",
+    # "cycles"); "" when each sample counts 1.
+    event: str = ""
     # The report data, computed once per (ReportOptions, NamingOptions) by
     # offconv.analysis.report_data: ((options), data).
     summary: Optional[tuple] = None

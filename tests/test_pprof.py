@@ -142,6 +142,19 @@ def test_oncpu_samples_count():
     assert sum(smp.value[0] for smp in msg.sample) == p.total()
 
 
+def test_oncpu_periods_of_a_clock_event_are_cpu_nanoseconds():
+    """perf printed cpu-clock's period (10101010 ns at -F 99): the weights are CPU time."""
+    dd = FIX / "flamegraph-test" / "perf-dd-stacks-01.txt"
+    periods = [int(m.group(1)) for m in
+               re.finditer(r"^\S.*?\s(\d+) cpu-clock:", dd.read_text(), re.M)]
+    assert periods and set(periods) != {1}
+    p = pipeline.load([str(dd)], Options())
+    msg = decode(encode(p))
+    s = msg.string_table
+    assert [(s[t.type], s[t.unit]) for t in msg.sample_type] == [("cpu", "nanoseconds")]
+    assert sum(smp.value[0] for smp in msg.sample) == sum(periods) == p.total()
+
+
 def test_hostile_names_round_trip():
     names = ['a"b', "back\\slash", "ctl\x01\x1f\x7f", "</script>", "nl\nx", "\u00e9\U0001F600", ""]
     task = Task("we;ird comm", 7, 8)

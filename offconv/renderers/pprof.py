@@ -16,7 +16,9 @@ Pyroscope, Parca, Polar Signals). Encoded with the ``protobuf`` package from
   (``--no-state-split``, modes blocked/runq/wakeup, bcc folded input) the one sample
   type says what the weights are (``offcpu``, ``blocked``, ``runqueue``, ``wakeup``).
 - Values are offconv's µs (the numbers of every other output) times 1000.
-- On-CPU input: ``samples/count`` with the weights of the folded output.
+- On-CPU input: the weights of the folded output, typed by what they are: ``cpu/nanoseconds``
+  when perf printed the periods of ``cpu-clock``/``task-clock``, ``EVENT/count`` for the
+  periods of another event (``cycles/count``), ``samples/count`` when each sample counts 1.
 - Labels ``thread`` (comm), ``pid``, ``tid`` (numbers, where the input has them) and
   ``state``; ``duration_nanos`` is the trace span. ``time_nanos`` is left unset: perf
   script times are seconds since boot, not wall-clock time (engines take the time at
@@ -62,6 +64,10 @@ class _Strings:
         return i
 
 
+# perf's clock events: their period is time on CPU in ns (perf-record(1), -F with cpu-clock)
+CLOCK_EVENTS = frozenset(("cpu-clock", "task-clock"))
+
+
 def build(profile: Profile, opts=None):
     """The Profile message (offconv.proto.profile_pb2.Profile) of ``profile``."""
     from ..proto import profile_pb2 as pb
@@ -80,6 +86,9 @@ def build(profile: Profile, opts=None):
         types = [("offcpu", "nanoseconds"), ("blocked", "nanoseconds"), ("runqueue", "nanoseconds")]
     elif timed:
         types = [(SINGLE_TYPE.get(profile.mode, profile.mode or "offcpu"), "nanoseconds")]
+    elif profile.event:   # perf's periods: nanoseconds of a clock event, else event counts
+        ev = profile.event.split(":", 1)[0]
+        types = [("cpu", "nanoseconds") if ev in CLOCK_EVENTS else (ev, "count")]
     else:
         types = [(profile.unit if profile.unit not in ("", None) else "samples", "count")]
     for t, u in types:
