@@ -496,6 +496,10 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
         sys.exit(1)
 
 
+# diff reuses the input options; its two inputs read as what they are in the usage line
+next(p for p in diff.params if p.name == "inputs").metavar = "BEFORE AFTER"
+
+
 class _DiffReportFormat:
     """write_output's view of the diff report renderers (text, not binary)."""
 
