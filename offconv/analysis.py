@@ -300,7 +300,7 @@ def report_data(profile, opts=None) -> dict:
     from .naming import Namer
     from .options import NamingOptions
     if profile.analysis is None and not profile.histograms and not profile.samples:
-        raise OffconvError("report: the input has no sched_switch events; record them with "
+        raise OffconvError("report: the input has no stacks, sched_switch events or histograms; record them with "
                            "perf record -e sched:sched_switch -e sched:sched_wakeup -g -a")
     ropts = getattr(opts, "report", None) or ReportOptions()
     naming = getattr(opts, "naming", None) or NamingOptions()
