@@ -443,7 +443,8 @@ def add_histograms(data: dict, profile, ropts: ReportOptions) -> None:
     stacks_verdict = data["verdict"]
     v = dict(h["verdict"])
     v["cause"] = stacks_verdict["cause"]
-    for k in ("workload", "threads_considered", "left_out", "uncertain"):
+    v.setdefault("uncertain", False)
+    for k in ("workload", "threads_considered", "left_out"):
         v.setdefault(k, stacks_verdict[k])
     if stacks_verdict["cause"] is not None and v["answer"] in ("waiting", "both"):
         c = stacks_verdict["cause"]
