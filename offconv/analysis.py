@@ -312,15 +312,21 @@ def report_data(profile, opts=None) -> dict:
     from .errors import OffconvError
     from .naming import Namer
     from .options import NamingOptions
-    if profile.analysis is None and not profile.histograms:
-        raise OffconvError("report: the input has no sched_switch events; record them with "
+    if profile.analysis is None and not profile.histograms and not profile.samples:
+        raise OffconvError("report: the input has no stacks, sched_switch events or histograms; record them with "
                            "perf record -e sched:sched_switch -e sched:sched_wakeup -g -a")
     ropts = getattr(opts, "report", None) or ReportOptions()
     naming = getattr(opts, "naming", None) or NamingOptions()
     cached = profile.summary
     if cached is not None and cached[0] == (ropts, naming):
         return cached[1]
-    if profile.analysis is None:  # histograms only (bpftrace, bcc): offconv.histograms
+    if profile.analysis is None and profile.samples:  # stacks, no sched events
+        from . import sample_report
+        from .histograms import histogram_rows
+        data = sample_report.report_data(profile, ropts, Namer(naming).folded)
+        data["histogram_details"] = histogram_rows(profile.histograms)
+        sample_report.add_histograms(data, profile, ropts)
+    elif profile.analysis is None:  # histograms only (bpftrace, bcc): offconv.histograms
         from . import histograms
         data = histograms.report_data(profile, ropts)
     else:

@@ -43,6 +43,13 @@ def render(profile, out: TextIO, opts=None) -> None:
     if d.get("source") == "histograms":
         render_histograms(d, out)
         return
+    if d.get("source") == "stacks":
+        render_stacks(d, out)
+        return
+    if d.get("source") == "histograms+stacks":
+        render_histograms(d, out, notes=False)
+        render_stacks(d, out, verdict=False)
+        return
     v = d["verdict"]
     w = out.write
     w(f"Verdict: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
@@ -131,7 +138,7 @@ def _shape(shapes, out: TextIO) -> None:
             out.write(f"  {name}: {shapes[kind]['text']}\n")
 
 
-def render_histograms(d: dict, out: TextIO) -> None:
+def render_histograms(d: dict, out: TextIO, notes: bool = True) -> None:
     """The report of a histogram-only input (bpftrace, bcc): the verdict, estimates from
     bucket bounds per kind, the shape, and each histogram with the kind assumed."""
     v = d["verdict"]
@@ -163,8 +170,83 @@ def render_histograms(d: dict, out: TextIO) -> None:
     _table(rows, out)
     w("  (kind assumed from the histogram name or the bcc banner: runq/rq -> run queue, "
       "block/off/sleep -> blocked; --kind blocked|runq states it)\n")
-    for msg in d.get("warnings", ()):
+    for msg in d.get("warnings", ()) if notes else ():
         w(f"\nnote: {msg}\n")
+
+
+def render_stacks(d: dict, out: TextIO, verdict: bool = True) -> None:
+    """The report of a stack-only input (offconv.sample_report): the verdict, what the
+    weights measure, per-thread totals, time by cause, wakers and top stacks."""
+    v, w = d.get("stacks_verdict", d["verdict"]), out.write
+    if verdict:
+        w(f"Verdict: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
+    else:
+        w(f"\nFrom the stacks: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n"
+          f"  {v['reason']}\n")
+    if v["workload"] or v["left_out"]:
+        work = ", ".join(f"{x['comm']} ({plural(x['threads'], 'thread')})" for x in v["workload"][:6])
+        reasons: dict = {}
+        for x in v["left_out"]:
+            key = x["reason"].split(":")[0]
+            reasons[key] = reasons.get(key, 0) + 1
+        left = "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        w(f"  (workload: {work or 'none'}{'; left out: ' + left if left else ''})\n")
+    wt, t = d["weights"], d["totals"]
+    if wt["unit"] == "samples":
+        what = ("Weights in samples (the file does not say their unit)" if v["uncertain"]
+                else "On-CPU profile")
+        w(f"\n{what}: {wt['samples']} samples, {plural(len(d['threads']), 'thread')}; "
+          "no off-CPU, run-queue or blocked time measured\n")
+        rows = [["thread", "pid", "tid", "samples", "share"]]
+        for r in d["threads"][:MAX_THREADS]:
+            rows.append([r["comm"], _id(r["pid"]), _id(r["tid"]), str(r["samples"]),
+                         f"{r['share']:.1%}"])
+        _table(rows, out)
+        _stack_rows(d, out, lambda s: f"{s['samples']}")
+        for msg in d["warnings"]:
+            w(f"\nnote: {msg}\n")
+        return
+    w(f"\nWeights: {wt['what']}, in {wt['unit']} "
+      "(summed per stack: no single intervals, no percentiles)\n")
+    w(f"\nTotals, {plural(len(d['threads']), 'thread')}\n")
+    total = t["offcpu_us"] if t["offcpu_us"] is not None else (
+        t["blocked_us"] if t["blocked_us"] is not None else t["runq_us"])
+    _table([["off-CPU", "blocked", "run queue", "(preemption stacks)", "on-CPU"],
+            [human_us(t["offcpu_us"]), human_us(t["blocked_us"]), human_us(t["runq_us"]),
+             human_us(t["preempted_stacks_us"]), human_us(t["oncpu_us"])]], out)
+    w("  (-: not measured by a stack-only input)\n")
+    w(f"\nThreads (by off-CPU time{', top %d' % MAX_THREADS if len(d['threads']) > MAX_THREADS else ''})\n")
+    rows = [["thread", "pid", "tid", "time", "latency waits", "preemption", "top cause"]]
+    for r in d["threads"][:MAX_THREADS]:
+        time_us = next(r[k] for k in ("offcpu_us", "blocked_us", "runq_us") if r[k] is not None)
+        top = next(iter(r["by_cause_us"]), "-")
+        rows.append([r["comm"], _id(r["pid"]), _id(r["tid"]), human_us(time_us),
+                     human_us(r["latency_us"]), human_us(r["preempted_stacks_us"]), top])
+    _table(rows, out)
+    if d["causes"]:
+        w("\nOff-CPU time by cause (from the kernel frames of each stack)\n")
+        rows = [["cause", "time", "share", ""]]
+        for c in d["causes"]:
+            rows.append([c["cause"], human_us(c["offcpu_us"]),
+                         f"{c['offcpu_us'] / total:.0%}" if total else "-",
+                         "waiting for work, not latency" if c["idle"] else ""])
+        _table(rows, out)
+    if d["wakers"]:
+        w("\nWakers (the waker's comm, offwaketime)\n")
+        _table([["waker", "time"]] + [[x["comm"], human_us(x["us"])] for x in d["wakers"]], out)
+    _stack_rows(d, out, lambda s: human_us(s["us"]))
+    for msg in list(d.get("notes", ())) + list(d["warnings"]):
+        w(f"\nnote: {msg}\n")
+
+
+def _id(x) -> str:
+    return "-" if x is None else str(x)
+
+
+def _stack_rows(d: dict, out: TextIO, value) -> None:
+    if d["top_stacks"]:
+        out.write("\nTop stacks\n")
+        _table([[value(s), _short(s["stack"])] for s in d["top_stacks"]], out)
 
 
 FORMAT = OutputFormat(name="report", suffixes=(), render=render, report=True,
