@@ -103,7 +103,10 @@ on_signal() {
 }
 trap on_signal INT TERM HUP
 usage_error() { say "$*"; exit 2; }
-fail() { say "$*"; exit 1; }
+fail() { # a step killed by the interrupt (the signal reaches the whole group) is the interrupt
+  if [ "$interrupted" -gt 0 ]; then say "interrupted before the recording started: no OUT written"; exit 130; fi
+  say "$*"; exit 1
+}
 
 # ---------------------------------------------------------------- time helpers
 now_us() { local t=$EPOCHREALTIME; NOW=${t/[.,]/}; NOW=$((10#$NOW)); }
