@@ -21,8 +21,11 @@ class Source:
     (lineno of its first line, text) of the runs of lines between blank lines, the shape
     of perf script events, for parsers that cache whole callchains."""
 
-    def __init__(self, path: str, kind: str = "text"):
+    def __init__(self, path: str, kind: str = "text", span: Optional[tuple] = None,
+                 first_lineno: int = 1):
         self.path = path
+        self.span = span  # (start, end) bytes of a plain file: one part of a split input
+        self.first_lineno = first_lineno
         self.kind = kind  # "text", "gzip", or the name of a binary input format
         self.binary_format = None  # the InputFormat converted from (perf.data), if any
         self._finish = None        # its converter's finish(): raises on failure
@@ -70,7 +73,7 @@ class Source:
         """Runs of non-blank lines, without their final newline, with the number of their
         first line. Lines of only white space count as blank for this split only when they
         are empty; parsers must accept a block that holds anything."""
-        lineno = 1
+        lineno = self.first_lineno
         cut = []
         for block in _split(self._all_chunks(), "\n\n", lambda n, last: cut.append(last)):
             start = lineno
@@ -98,6 +101,8 @@ class Source:
                 raise OffconvError(f"{path}: is a directory")
             magic = raw.read(8)
             raw.seek(0)
+            if self.span is not None:
+                return _Range(raw, *self.span)
         if magic.startswith(GZIP_MAGIC):
             self.kind = "gzip"
             return gzip.GzipFile(fileobj=raw)
@@ -123,6 +128,22 @@ class Source:
                 self._stream.close()
             except Exception:
                 pass
+
+
+class _Range:
+    """Bytes [start, end) of an open file, read like the file itself."""
+
+    def __init__(self, raw, start: int, end: int):
+        raw.seek(start)
+        self._raw, self._left = raw, end - start
+
+    def read(self, size: int) -> bytes:
+        data = self._raw.read(min(size, self._left)) if self._left > 0 else b""
+        self._left -= len(data)
+        return data
+
+    def close(self):
+        self._raw.close()
 
 
 def _text_chunks(stream, size: int = 1 << 20) -> Iterator[str]:
