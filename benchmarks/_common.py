@@ -52,12 +52,14 @@ def timed(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int]:
     """(wall seconds, peak RSS in KiB) of one run of cmd; fails loudly on a non-zero exit."""
     # the checkout's offconv, whether or not it is installed
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, env=env)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    err = p.stderr.read().decode(errors="replace")
-    p.stderr.close()
+    import tempfile
+    with tempfile.TemporaryFile() as errf:  # not a pipe: a chatty anchor would fill it and hang
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=stdout, stderr=errf, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        errf.seek(0)
+        err = errf.read()[-4000:].decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise SystemExit(f"benchmark command failed ({code}): {' '.join(cmd)}\n{err}")
