@@ -250,15 +250,25 @@ def _open_paren(text: str) -> int:
     return -1
 
 
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+_KINDS: dict = {}  # dso -> frame_kind(dso): a few hundred dsos, millions of frame lines
+
+
 def parse_frame(text: str, addrs: bool, demangle: bool = False) -> tuple:
     """One callchain line -> its frames in root-first order (``a->b`` Java inlining gives
     several; a ``(process name)`` pseudo-frame gives none)."""
     pc, rawfunc, module = split_frame(text)
     rawfunc = rawfunc or " "
-    rawfunc = _OFFSET.sub("", rawfunc)
+    k = rawfunc.rfind("+0x")  # _OFFSET without the regex: "+0x" and hex digits to the end
+    if k >= 0 and k + 3 < len(rawfunc) and not rawfunc[k + 3:].strip(_HEX_DIGITS):
+        rawfunc = rawfunc[:k]
     if rawfunc.startswith("("):
         return ()
-    kind = frame_kind(module)
+    kind = _KINDS.get(module)
+    if kind is None:
+        kind = frame_kind(module)
+        if len(_KINDS) < 100_000:
+            _KINDS[module] = kind
     out = []
     for i, func in enumerate(rawfunc.split("->")):
         if func == "[unknown]":
