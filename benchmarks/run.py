@@ -180,7 +180,7 @@ def main() -> int:
             rows.append((f"peak RSS of `report --json` on {size}B of sched events", r, "—", "< 100 MiB", "rss"))
 
     print(f"offconv speed, {datetime.date.today().isoformat()}, {machine()}; medians of {a.runs} "
-          "alternated runs (wall seconds), ratio = offconv / anchor, peak RSS of the process tree's largest process\n")
+          "alternated runs (wall seconds), ratio = offconv / anchor, peak RSS = the child's ru_maxrss (the largest of it and its waited-for children: perf script for perf.data)\n")
     print("| work | offconv | anchor | ratio | target | peak RSS offconv / anchor | notes |")
     print("|---|---|---|---|---|---|---|")
     for work, r, name, target, note in rows:
