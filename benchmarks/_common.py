@@ -12,7 +12,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_BENCH = Path(os.environ.get("OFFCONV_SHARED_BENCH", ROOT.parent / "shared" / "bench"))
+
+
+def _shared_bench() -> Path:
+    """$OFFCONV_SHARED_BENCH, else shared/bench beside the clone or beside any folder above it
+    (a worktree under wt/ finds the same shared/ as the main clone)."""
+    if os.environ.get("OFFCONV_SHARED_BENCH"):
+        return Path(os.environ["OFFCONV_SHARED_BENCH"])
+    for d in ROOT.parents:
+        if (d / "shared" / "bench").is_dir():
+            return d / "shared" / "bench"
+    return ROOT.parent / "shared" / "bench"
+
+
+SHARED_BENCH = _shared_bench()
 CACHE = Path(os.environ.get("OFFCONV_BENCH_DIR", "/tmp/offconv-bench"))
 
 
@@ -39,12 +52,14 @@ def timed(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int]:
     """(wall seconds, peak RSS in KiB) of one run of cmd; fails loudly on a non-zero exit."""
     # the checkout's offconv, whether or not it is installed
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, env=env)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    err = p.stderr.read().decode(errors="replace")
-    p.stderr.close()
+    import tempfile
+    with tempfile.TemporaryFile() as errf:  # not a pipe: a chatty anchor would fill it and hang
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=stdout, stderr=errf, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        errf.seek(0)
+        err = errf.read()[-4000:].decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise SystemExit(f"benchmark command failed ({code}): {' '.join(cmd)}\n{err}")
@@ -77,3 +92,63 @@ def sha256(path: Path) -> str:
 
 def mb(path: Path) -> float:
     return path.stat().st_size / 1e6
+
+
+def shallow_file(size: str = "100M") -> Path | None:
+    """The "shallow with varied addresses" shape: an interpreter loop (Python without
+    -X perf: libpython frames, a different leaf address in nearly every sample) plus a
+    gcc/g++ compile loop, recorded once per machine (root + perf), grown to ``size`` by
+    replicate_perf_script.py. None when it cannot be recorded here."""
+    d = CACHE / "shallow"
+    txt = d / "shallow.txt"
+    if not txt.exists():
+        if shutil.which("perf") is None or os.geteuid() != 0:
+            return None
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "loop.py").write_text(
+            "import time, json, re\nend = time.time() + 9\nd = {'a': [1, 2, 3], 'b': 'x' * 50}\n"
+            "while time.time() < end:\n    s = json.dumps(d); json.loads(s); "
+            "re.sub(r'x+', 'y', s); sum(i * i for i in range(200))\n")
+        loop = SHARED_BENCH / "workloads" / "gccloop.sh"
+        subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(d / "shallow.data"), "--",
+                        "sh", "-c", f"python3 {d / 'loop.py'} & sh {loop} 8 {d} & sleep 8; wait"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(txt, "wb") as f:
+            subprocess.run(["perf", "script", "-i", str(d / "shallow.data")], check=True, stdout=f,
+                           stderr=subprocess.DEVNULL)
+    out = CACHE / f"shallow-{size}.txt"
+    if not out.exists():
+        subprocess.run([sys.executable, str(SHARED_BENCH / "replicate_perf_script.py"), str(txt), size,
+                        "-o", str(out)], check=True)
+    return out
+
+
+def jit_file(size: str = "100M") -> Path:
+    """The Java/JIT-like shape, synthetic: cpu.txt's user frames renamed, copy by copy, to
+    JIT-style method names in a /tmp/perf-PID.map (one name per return address and copy),
+    so the input holds hundreds of thousands of distinct symbols, as a JIT's does."""
+    out = CACHE / f"jit-{size}.txt"
+    if out.exists():
+        return out
+    import re
+    src = input_file("cpu").read_text(errors="replace")
+    target = int(size.rstrip("MG")) * (10**6 if size.endswith("M") else 10**9)
+    frame = re.compile(r"^(\t\s*)([0-9a-f]+) (\S.*?) \((/[^()]*)\)$", re.M)
+    written = 0
+    k = 0
+    with open(str(out) + ".tmp", "w") as f:
+        while written < target:
+            def ren(m, k=k):
+                a = m.group(2)
+                return (f"{m.group(1)}{a} Lcom/example/gen{k}/C{a[-4:]};::m{int(a, 16) % 977}+0x{len(a):x} "
+                        f"(/tmp/perf-{4000 + k}.map)")
+            text = frame.sub(ren, src)
+            if written + len(text) > target:  # stop at the event boundary before the target
+                text = text[:text.rfind("\n\n", 0, target - written) + 2]
+            f.write(text)
+            written += len(text)
+            k += 1
+            if written >= target - len(src) // 1000:
+                break
+    os.replace(str(out) + ".tmp", out)
+    return out

@@ -142,6 +142,21 @@ class Sample:
     before: Optional[float] = None
     lineno: int = 0
 
+    # written out (the generated one looks object.__setattr__ up for every field): parsers
+    # make one Sample per event, so this is on the hot path
+    def __init__(self, stack, weight, unit=SAMPLES, task=None, time_ns=None, cpu=None, event="",
+                 kind=ONCPU, before=None, lineno=0, _set=object.__setattr__):
+        _set(self, "stack", stack)
+        _set(self, "weight", weight)
+        _set(self, "unit", unit)
+        _set(self, "task", task)
+        _set(self, "time_ns", time_ns)
+        _set(self, "cpu", cpu)
+        _set(self, "event", event)
+        _set(self, "kind", kind)
+        _set(self, "before", before)
+        _set(self, "lineno", lineno)
+
 
 @dataclass(frozen=True, slots=True)
 class SchedEvent:

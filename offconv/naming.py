@@ -51,27 +51,25 @@ class Namer:
 
     def __init__(self, opts: NamingOptions):
         self.opts = opts
-        self._cache: dict = {}
+        self._caches: tuple = ({}, {})  # frame -> label, outside and inside a java thread
 
     def label(self, frame: Frame, java: bool = False) -> str:
-        key = (frame, java)
-        s = self._cache.get(key)
+        cache = self._caches[java]
+        s = cache.get(frame)
         if s is None:
-            s = self._cache[key] = frame_label(frame, self.opts, java)
+            s = cache[frame] = frame_label(frame, self.opts, java)
         return s
 
     def stack(self, stack: tuple) -> tuple:
         """Display names of a stack, root first."""
         java = bool(stack) and _is_java(stack[0])
-        cache = self._cache
-        out = []
-        for f in stack:
-            key = (f, java)
-            s = cache.get(key)
-            if s is None:
-                s = cache[key] = frame_label(f, self.opts, java)
-            out.append(s)
-        return tuple(out)
+        cache = self._caches[java]
+        out = tuple(map(cache.get, stack))  # one C loop when every frame is known
+        if None in out:
+            opts = self.opts
+            out = tuple([cache[f] if f in cache else cache.setdefault(f, frame_label(f, opts, java))
+                         for f in stack])
+        return out
 
     def folded(self, stack: tuple) -> str:
         return ";".join(self.stack(stack))

@@ -83,6 +83,15 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
         sources.append(src)
         if fmt.notes is not None:
             notes.extend(f"{path}: {n}" for n in fmt.notes(src.head))
+        if agg.mode in ("auto", ONCPU) and len(routes | {SAMPLES}) == 1:
+            from .parallel import load_split
+            split = load_split(path, src, fmt, replace(opts, aggregate=agg), stats, _route, profile,
+                               lambda r: _collect_histograms(r, histograms))
+            if split is not None:
+                src.close()
+                profile, sources[-1] = split
+                routes.add(SAMPLES)
+                continue
         route, records = _route(_records(src, fmt, opts, stats), agg.mode)
         routes.add(route)
         if len(routes) > 1:

@@ -21,8 +21,11 @@ class Source:
     (lineno of its first line, text) of the runs of lines between blank lines, the shape
     of perf script events, for parsers that cache whole callchains."""
 
-    def __init__(self, path: str, kind: str = "text"):
+    def __init__(self, path: str, kind: str = "text", span: Optional[tuple] = None,
+                 first_lineno: int = 1):
         self.path = path
+        self.span = span  # (start, end) bytes of a plain file: one part of a split input
+        self.first_lineno = first_lineno
         self.kind = kind  # "text", "gzip", or the name of a binary input format
         self.binary_format = None  # the InputFormat converted from (perf.data), if any
         self._finish = None        # its converter's finish(): raises on failure
@@ -70,7 +73,7 @@ class Source:
         """Runs of non-blank lines, without their final newline, with the number of their
         first line. Lines of only white space count as blank for this split only when they
         are empty; parsers must accept a block that holds anything."""
-        lineno = 1
+        lineno = self.first_lineno
         cut = []
         for block in _split(self._all_chunks(), "\n\n", lambda n, last: cut.append(last)):
             start = lineno
@@ -83,6 +86,10 @@ class Source:
                 self.cut_line = start + block.count("\n")
             if block:
                 yield start, block
+
+    def span_is_child(self) -> bool:
+        """The second part of a split input (read by the child: the parent shows progress)."""
+        return self.span is not None and self.span[0] > 0
 
     def _open(self):
         path = self.path
@@ -98,6 +105,13 @@ class Source:
                 raise OffconvError(f"{path}: is a directory")
             magic = raw.read(8)
             raw.seek(0)
+            if self.span is not None:
+                raw = _Range(raw, *self.span)
+            if sys.stderr.isatty() and not self.span_is_child():
+                size = os.fstat(raw.fileno()).st_size
+                total = (self.span[1] - self.span[0]) if self.span else size
+                if size >= PROGRESS_BYTES:
+                    raw = _Progress(raw, total, path)
         if magic.startswith(GZIP_MAGIC):
             self.kind = "gzip"
             return gzip.GzipFile(fileobj=raw)
@@ -123,6 +137,62 @@ class Source:
                 self._stream.close()
             except Exception:
                 pass
+
+
+PROGRESS_BYTES = 64 << 20  # inputs this long show their progress on a terminal's stderr
+
+
+class _Progress:
+    """Bytes read of the total and the rate, on stderr (a terminal) twice a second; the
+    line is cleared at the end."""
+
+    def __init__(self, raw, total: int, path: str):
+        import time
+        self._raw, self._total, self._path = raw, total, path
+        self._clock = time.monotonic
+        self._t0 = self._next = self._clock() + 0.5
+        self._t0 -= 0.5
+        self._done = 0
+
+    def read(self, size: int) -> bytes:
+        data = self._raw.read(size)
+        self._done += len(data)
+        now = self._clock()
+        if not data:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+        elif now >= self._next:
+            self._next = now + 0.5
+            rate = self._done / 1e6 / max(now - self._t0, 1e-6)
+            sys.stderr.write(f"\roffconv: {self._path}: {self._done / 1e6:.0f} of "
+                             f"{self._total / 1e6:.0f} MB ({rate:.0f} MB/s)\033[K")
+            sys.stderr.flush()
+        return data
+
+    def fileno(self):
+        return self._raw.fileno()
+
+    def close(self):
+        self._raw.close()
+
+
+class _Range:
+    """Bytes [start, end) of an open file, read like the file itself."""
+
+    def __init__(self, raw, start: int, end: int):
+        raw.seek(start)
+        self._raw, self._left = raw, end - start
+
+    def read(self, size: int) -> bytes:
+        data = self._raw.read(min(size, self._left)) if self._left > 0 else b""
+        self._left -= len(data)
+        return data
+
+    def fileno(self):
+        return self._raw.fileno()
+
+    def close(self):
+        self._raw.close()
 
 
 def _text_chunks(stream, size: int = 1 << 20) -> Iterator[str]:

@@ -205,6 +205,7 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
     which = dialect(line for _, line in head if line and not line.startswith("#"))
     unit, kind = _unit_kind(which, opts)
     cache: dict = {}
+    cache_get = cache.get
     for lineno, line in chain(head, lines):
         line = line.rstrip()
         if not line or line.startswith("#"):
@@ -222,8 +223,11 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         frames, count, before = parts
         before = _number(before) if before is not None else None
         if which == PLAIN:
-            yield Sample(tuple(frame(f, cache) for f in frames.split(";")), _number(count),
-                         unit, None, None, None, "", kind, before, lineno)
+            names = frames.split(";")
+            stack = tuple(map(cache_get, names))  # one C loop when every frame is known
+            if None in stack:
+                stack = tuple([frame(f, cache) for f in names])
+            yield Sample(stack, _number(count), unit, None, None, None, "", kind, before, lineno)
         else:
             task, stack = bcc_stack(frames.split(";"), which, cache)
             yield Sample(stack, _number(count), unit, task, None, None, "", kind, before, lineno)

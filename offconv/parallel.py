@@ -1,0 +1,138 @@
+"""One on-CPU text input over two processes: the file is cut at an event boundary (a
+blank line) near its middle; this process parses and sums the first part while a forked
+child does the same with the second; the child's sums are then added in, in the order the
+serial path would have met them (a dict keeps first-seen order), so every output is
+byte-identical to the serial path (tests/test_parallel.py checks it on every fixture).
+
+Only plain files (not stdin, gzip or perf.data) of at least ``MIN_BYTES`` whose records
+take the samples route are split; the off-CPU path keeps its state across events and stays
+serial. Errors keep the serial order: the first part's error is raised before the second's.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from itertools import chain
+from typing import Optional
+
+from .aggregate import aggregate_samples
+from .source import Source
+
+MIN_BYTES = 16 << 20   # below this, forking costs more than it saves
+CUT_SEARCH = 1 << 20   # look this far past the middle for a blank line
+
+
+def enabled() -> bool:
+    return os.environ.get("OFFCONV_JOBS", "2") != "1" and (os.cpu_count() or 1) > 1
+
+
+def cut_point(path: str, size: int) -> Optional[tuple[int, int]]:
+    """(byte offset just after a blank line near the middle, number of the line that starts
+    there), or None when there is none."""
+    with open(path, "rb") as f:
+        f.seek(size // 2)
+        window = f.read(CUT_SEARCH)
+        k = window.find(b"\n\n")
+        if k < 0:
+            return None
+        cut = size // 2 + k + 2
+        if cut >= size:
+            return None
+        f.seek(0)
+        lines = 0
+        left = cut
+        while left > 0:
+            data = f.read(min(left, 8 << 20))
+            if not data:
+                return None
+            lines += data.count(b"\n")
+            left -= len(data)
+    return cut, lines + 1
+
+
+def _second_part(path, fmt, span, first_lineno, popts, want):
+    """In the child: the second part's sums, or None when it failed (the parent then
+    parses it itself, to raise the same error in the same way)."""
+    try:
+        src = Source(path, span=span, first_lineno=first_lineno)
+        stats: dict = {}
+        records = fmt.parse_blocks(src.blocks(), path, popts, stats)
+        other = []
+        profile = aggregate_samples(_watch(records, want, other), replace(popts, event_filter=want))
+        return (profile.samples, profile.before, bool(other), stats, src.cut_line)
+    except BaseException:  # noqa: BLE001 - reported by the parent's own parse
+        return None
+
+
+def _watch(records, want, other):
+    for r in records:
+        if not other and r.event and r.event != want:
+            other.append(r.event)
+        yield r
+
+
+def load_split(path: str, src: Source, fmt, opts, stats: dict, route_fn, profile, collect):
+    """The samples route of one input over two processes; returns (profile, src for the
+    warnings) or None when the input does not qualify (the caller goes serial)."""
+    if src.kind != "text" or path == "-" or fmt.parse_blocks is None or not enabled():
+        return None
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return None
+    if size < MIN_BYTES:
+        return None
+    cp = cut_point(path, size)
+    if cp is None:
+        return None
+    cut, second_line = cp
+    part1 = Source(path, span=(0, cut))
+    stats1: dict = {}  # merged only when the split goes ahead
+    records = fmt.parse_blocks(part1.blocks(), path, opts.parse, stats1)
+    it = iter(records)
+    first = next(it, None)
+    if first is None or not first.event:
+        return None
+    route, records = route_fn(chain([first], it), opts.aggregate.mode)
+    if route != "samples":
+        return None
+    popts = opts.parse
+    want = popts.event_filter or first.event
+    import multiprocessing
+    pool = multiprocessing.get_context("fork").Pool(1)
+    try:
+        job = pool.apply_async(_second_part, (path, fmt, (cut, size), second_line, popts, want))
+        before_warn = len(profile.warnings) if profile is not None else 0
+        profile = aggregate_samples(collect(records), popts, profile, path)
+        result = job.get()
+    finally:
+        pool.terminate()
+    if result is None:  # the second part failed: parse it here, in order, to raise its error
+        part2 = Source(path, span=(cut, size), first_lineno=second_line)
+        result = _second_part_here(part2, path, fmt, popts, want)
+    samples2, before2, other, stats2, cut_line = result
+    samples = profile.samples
+    for key, n in samples2.items():
+        samples[key] = samples.get(key, 0) + n
+    if before2 is not None:
+        if profile.before is None:
+            profile.before = {}
+        for key, n in before2.items():
+            profile.before[key] = profile.before.get(key, 0) + n
+    message = f"Filtering for events of type: {want}"
+    if other and popts.event_filter is None and message not in profile.warnings[before_warn:]:
+        profile.warnings.append(message)
+    for part in (stats1, stats2):
+        if part.get("skipped_lines"):
+            stats.setdefault("first_skipped", part["first_skipped"])
+            stats["skipped_lines"] = stats.get("skipped_lines", 0) + part["skipped_lines"]
+    part1.cut_line = cut_line
+    return profile, part1
+
+
+def _second_part_here(src, path, fmt, popts, want):
+    stats: dict = {}
+    other: list = []
+    records = fmt.parse_blocks(src.blocks(), path, popts, stats)
+    p = aggregate_samples(_watch(records, want, other), replace(popts, event_filter=want))
+    return p.samples, p.before, bool(other), stats, src.cut_line

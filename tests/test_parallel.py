@@ -1,0 +1,72 @@
+"""The on-CPU input split over two processes (offconv.parallel) gives byte-identical output,
+warnings and errors to the serial path, on every fixture: here every input is split
+(MIN_BYTES = 0), whatever its size, and each output is compared with OFFCONV_JOBS=1's."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from offconv import parallel
+from offconv.cli import app
+
+FIX = Path(__file__).parent / "fixtures"
+SKIP = {".md", ".cmd", ".svg", ".json", ".py", ".log"}
+FILES = sorted(p for p in FIX.rglob("*") if p.is_file() and p.suffix not in SKIP)
+
+
+def run(monkeypatch, tmp_path, jobs: str, path: Path, *args: str):
+    monkeypatch.setenv("OFFCONV_JOBS", jobs)
+    out = tmp_path / f"out-{jobs}"
+    r = CliRunner().invoke(app, [str(path), *args, "-o", str(out)])
+    data = out.read_bytes() if out.exists() else None
+    if out.exists():
+        out.unlink()
+    return r.exit_code, r.output, data
+
+
+@pytest.fixture
+def split_all(monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "enabled", lambda: True)
+    calls = []
+    real = parallel.load_split
+
+    def spy(*a, **kw):
+        r = real(*a, **kw)
+        calls.append(r is not None)
+        return r
+
+    monkeypatch.setattr(parallel, "load_split", spy)
+    return calls
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIX)))
+@pytest.mark.parametrize("args", [("--mode", "oncpu", "--to", "folded", "--tid"), ("--to", "svg")],
+                         ids=["folded", "svg"])
+def test_split_equals_serial(path, args, monkeypatch, tmp_path, split_all):
+    serial = run(monkeypatch, tmp_path, "1", path, *args)
+    split_all.clear()
+    split = run(monkeypatch, tmp_path, "2", path, *args)
+    assert split == serial
+
+
+def test_split_happens_on_perf_script_fixtures(monkeypatch, tmp_path, split_all):
+    """The comparison above means something: most perf script fixtures are really split."""
+    texts = sorted(FIX.glob("flamegraph-test/*.txt"))
+    for p in texts:
+        run(monkeypatch, tmp_path, "2", p, "--mode", "oncpu", "--to", "folded")
+    assert sum(split_all) > len(texts) // 2
+
+
+def test_split_keeps_line_numbers_of_errors(monkeypatch, tmp_path, split_all):
+    events = "".join(f"a 1 [000] {i}.0: 1 cycles:\n\tff f (b)\n\n" for i in range(1, 40))
+    bad = tmp_path / "bad.txt"
+    bad.write_text(events + "a 1 [000] 800.6x: cycles:\n\tff f (b)\n\n" + events)
+    serial = run(monkeypatch, tmp_path, "1", bad, "--mode", "oncpu", "--to", "folded")
+    split = run(monkeypatch, tmp_path, "2", bad, "--mode", "oncpu", "--to", "folded")
+    assert serial[0] != 0 and split == serial
+    lenient = [run(monkeypatch, tmp_path, j, bad, "--mode", "oncpu", "--to", "folded", "--lenient")
+               for j in "12"]
+    assert lenient[0] == lenient[1] and lenient[0][0] == 0
