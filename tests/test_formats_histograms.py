@@ -88,7 +88,7 @@ def test_shape_long_tail_behind_one_mode():
 
 def test_shape_all_in_the_first_bucket_and_empty():
     s = histograms.shape(((0, 1, 57),), "ms")
-    assert s["first_bucket_only"] and s["text"] == "all in the first bucket (< 1.0 ms): not off-CPU bound"
+    assert s["first_bucket_only"] and s["text"] == "all in the first bucket (< 1 ms): not off-CPU bound"
     assert histograms.shape((), "us")["text"] == "no events"
     assert histograms.shape_of_durations([])["text"] == "no events"
 

@@ -192,4 +192,4 @@ def test_summary_is_deterministic_and_complete():
     assert s["latency"]["blocked"]["p99_us"] == 50_000
     assert s["causes"] == [{"cause": "lock", "blocked_us": 1_000_000, "idle": False}]
     assert s["verdict"]["reason"].startswith("svc (tid 1) spends 56% of its wall time in lock waits "
-                                             "(futex), p99 50.0 ms")
+                                             "(futex), p99 50 ms")

@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Optional, TextIO
 
 from ...model import state_help
+from ...units import human_us
 from .layout import XPAD, Layout
 from .palette import FAMILY_BLOCKED, FAMILY_RUNQ, Colorizer, diff_color, strip_annotation
 
@@ -25,7 +26,6 @@ _INVALID_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ff
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
                           "'": "&#39;"})
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-_SHOW_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (0.0, "ns"))  # as units.human_us
 
 
 def escape(text: str) -> str:
@@ -56,35 +56,19 @@ class Style:
     state_split: bool
 
 
-def _number(x: float) -> str:
-    """About three significant digits: 12.4, 3.1, 125, 1,234."""
-    if x >= 100:
-        return f"{x:,.0f}"
-    text = f"{x:.1f}" if x >= 10 else f"{x:.2f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
 def value_formatter(countname: str, factor: float):
-    """value -> display text: "12.4 ms" for time units, "1,234 samples" otherwise."""
+    """value -> display text: "12.4 ms" for time units (offconv.units.human_us, the one
+    duration formatter), "1,234 samples" otherwise."""
     scale = _TIME_UNITS.get(countname)
     if scale is None:
         def fmt(v: float) -> str:
             return f"{v * factor:,.0f} {countname}"
         return fmt
-
     micro = "us" if countname == "us" else "µs"  # an explicit --countname us wins
+    to_us = factor * scale * 1e6
 
     def fmt_time(v: float) -> str:
-        seconds = v * factor * scale
-        mag = abs(seconds)
-        for limit, unit in _SHOW_UNITS:
-            if mag >= limit:
-                break
-        if unit == "µs":
-            unit = micro
-        shown = seconds / (limit or 1e-9)
-        sign = "-" if shown < 0 else ""
-        return f"{sign}{_number(abs(shown))} {unit}"
+        return human_us(v * to_us, micro)
     return fmt_time
 
 
