@@ -28,8 +28,8 @@ class ThreadTotals:
 
     __slots__ = ("comm", "pid", "tid", "blocked_ns", "runq_ns", "runq_preempted_ns",
                  "runq_idle_ns", "oncpu_ns", "unknown_ns", "unknown_by_cause", "switches",
-                 "inferred", "no_wakeup", "periods", "by_cause", "by_state", "runq",
-                 "cause_durations", "wakers", "runq_cont", "timed_lock_ns", "woken_lock_ns", "woken")
+                 "inferred", "no_wakeup", "periods", "by_cause", "by_state",
+                 "cause_durations", "wakers", "runq_cont", "runq_idle", "timed_lock_ns", "woken_lock_ns", "woken")
 
     def __init__(self, task):
         self.comm, self.pid, self.tid = task.comm, task.pid, task.tid
@@ -44,8 +44,10 @@ class ThreadTotals:
         self.woken_lock_ns = 0            # futex waits ended by another task
         self.by_cause: dict = {}          # (cause, label) -> ns
         self.by_state: dict = {}          # state letter -> blocked ns
-        self.runq = array("q")            # run-queue durations (preempted included)
-        self.runq_cont = array("q")       # those not ended by a switch from idle
+        # run-queue durations (preempted included), kept once: behind another task, or
+        # ended by a switch from the idle task
+        self.runq_cont = array("q")
+        self.runq_idle = array("q")
         self.cause_durations: dict = {}   # cause -> array of blocked durations
 
     @property
@@ -146,11 +148,11 @@ class Analysis:
         if runq and p.has_runq:
             r = p.runq_ns
             tt.runq_ns += r
-            tt.runq.append(r)
             if p.preempted:
                 tt.runq_preempted_ns += r
             if p.on_idle_cpu and not p.preempted:
                 tt.runq_idle_ns += r
+                tt.runq_idle.append(r)
             else:
                 tt.runq_cont.append(r)
             self._stack("runq", key, process, r)
@@ -237,7 +239,8 @@ class Analysis:
                 for arr in tt.cause_durations.values():
                     out.extend(arr)
             else:
-                out.extend(tt.runq)
+                out.extend(tt.runq_cont)
+                out.extend(tt.runq_idle)
         return out
 
 
