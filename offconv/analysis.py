@@ -89,6 +89,7 @@ class Analysis:
     parents: dict = field(default_factory=dict)      # tid -> the tid that created it
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
+    seen_tids: set = field(default_factory=set)      # every tid the inputs switched out
 
     def thread(self, task) -> ThreadTotals:
         key = task.tid
@@ -201,6 +202,7 @@ class Analysis:
                 tt.inferred += c.inferred
                 tt.no_wakeup += c.no_wakeup
         self.wakeup_events += stats.get("wakeup_events", 0)
+        self.seen_tids.update(t for t in stats.get("threads", {}) if t)
         self.parents.update(stats.get("parents", {}))
         self.command |= stats.get("command", set())
         counts = stats.items()

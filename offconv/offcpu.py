@@ -71,6 +71,7 @@ class _Builder:
         if opts.user_stacks_only and opts.kernel_stacks_only:
             raise OffconvError("-U/--user-stacks-only and -K/--kernel-stacks-only exclude each other")
         self.opts = opts
+        self.analyse = opts.analyse
         self.mode = mode
         self.split = bool(opts.state_split) and mode == OFFCPU
         self.comm_re = re.compile(opts.comm) if opts.comm else None
@@ -159,7 +160,8 @@ class _Builder:
         if not self.keep(rec.task):
             return
         if rec.__class__ is OnCpu:
-            self.analysis.add_oncpu(rec)
+            if self.analyse:
+                self.analysis.add_oncpu(rec)
             if self.periods is not None:
                 self.periods.append((rec.task, rec.start_ns, rec.end_ns,
                                      (self.thread(rec.task), ONCPU_FRAME)))
@@ -185,7 +187,7 @@ class _Builder:
         thread = self.thread(p.task)
         frames = self.frames(p.stack)
         in_span = self._in_range(total)
-        if in_span:
+        if in_span and self.analyse:
             pid = p.task.pid
             process = p.task.comm.replace(" ", "_") if pid is None else f"pid {pid}"
             self.analysis.add_period(p, (thread,) + frames, process)
@@ -236,7 +238,7 @@ class _Builder:
         out = []
         an = self.analysis
         if an.per_process:
-            tids = sorted(t.tid for t in an.threads.values() if t.tid)[:4] or ["TID"]
+            tids = sorted(an.seen_tids)[:4] or ["TID"]
             filt = " || ".join(f"prev_pid == {t} || next_pid == {t}" for t in tids)
             out.append("this looks like a `perf record -p PID` recording: it has the threads' "
                        "switch-outs but not their switch-ins, so off-CPU, run-queue and on-CPU "

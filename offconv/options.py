@@ -50,6 +50,8 @@ class AggregateOptions:
     include_open: bool = False     # --include-open: clip open intervals at the end
     state_split: Optional[bool] = None  # None: per-output default (svg/speedscope on, folded off)
     timeline: bool = False         # also keep Profile.sequence: stacks in time order (--flamechart)
+    analyse: bool = True           # per-thread totals, causes, latencies (report, hist, verdict);
+                                   # a stack output (folded, svg, ...) can do without them
 
 
 @dataclass(frozen=True)

@@ -160,3 +160,18 @@ def test_inputs_are_merged_each_with_its_own_state():
 def test_mode_oncpu_is_refused():
     with pytest.raises(OffconvError):
         fold("oncpu")
+
+
+def test_stack_outputs_skip_the_analysis_and_get_the_same_stacks():
+    """convert to a stack output does not accumulate per-thread analysis (a fifth of the
+    time on sched input); the stacks, warnings and dropped counts are the same."""
+    from offconv import pipeline
+    from offconv.options import Options
+    from pathlib import Path
+    src = Path(__file__).parent / "fixtures" / "recorded" / "victim_a_1" / "victim_a_1.perf-script.txt.gz"
+    full = pipeline.load([str(src)], Options(), state_split_default=True)
+    light = pipeline.load([str(src)], Options(aggregate=AggregateOptions(analyse=False)),
+                          state_split_default=True)
+    assert light.samples == full.samples and light.samples
+    assert (light.warnings, light.dropped) == (full.warnings, full.dropped)
+    assert not light.analysis.threads and full.analysis.threads
