@@ -66,13 +66,19 @@ def aggregate_samples(records: Iterable, popts: ParseOptions,
     elif unit is not None and (unit, kind) != (profile.unit, profile.mode):
         raise OffconvError(f"{path}: its weights are {kind} in {unit}, the other inputs' "
                            f"{profile.mode} in {profile.unit}: they cannot be merged")
-    samples = profile.samples
-    for key, n in counts.items():
-        samples[key] = samples.get(key, 0) + n
+    add_weights(profile, counts, before)
+    return profile
+
+
+def add_weights(profile: Profile, samples: dict, before: Optional[dict]) -> None:
+    """Add per-stack weights (and a differential's before column) into ``profile``."""
+    dst = profile.samples
+    for key, n in samples.items():
+        dst[key] = dst.get(key, 0) + n
     if before is not None:
         if profile.before is None:
             profile.before = {}
+        dst = profile.before
         for key, n in before.items():
-            profile.before[key] = profile.before.get(key, 0) + n
-    return profile
+            dst[key] = dst.get(key, 0) + n
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from itertools import chain
 from typing import Optional
 
-from .aggregate import aggregate_samples
+from .aggregate import add_weights, aggregate_samples
 from .source import Source
 
 MIN_BYTES = 16 << 20   # below this, forking costs more than it saves
@@ -111,14 +111,7 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, route_fn, profile
         part2 = Source(path, span=(cut, size), first_lineno=second_line)
         result = _second_part_here(part2, path, fmt, popts, want)
     samples2, before2, other, stats2, cut_line = result
-    samples = profile.samples
-    for key, n in samples2.items():
-        samples[key] = samples.get(key, 0) + n
-    if before2 is not None:
-        if profile.before is None:
-            profile.before = {}
-        for key, n in before2.items():
-            profile.before[key] = profile.before.get(key, 0) + n
+    add_weights(profile, samples2, before2)
     message = f"Filtering for events of type: {want}"
     if other and popts.event_filter is None and message not in profile.warnings[before_warn:]:
         profile.warnings.append(message)

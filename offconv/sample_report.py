@@ -52,7 +52,7 @@ from .model import (KERNEL, MARKER, OFFCPU, ONCPU, RUNQ, SAMPLES, STATE, THREAD,
                     USER, WAKER_DELIMITER, WAKEUP, BLOCKED)
 from .options import ReportOptions
 from .units import human_us, plural
-from .verdict import CAUSE_TEXT, FIX, TRACER
+from .verdict import CAUSE_TEXT, FIX, TRACER, material_groups
 
 LATENCY_MAJORITY = 0.5     # latency causes hold this share of a thread's off-CPU time
 SCHED_LEAF_SHARE = 0.5     # on-CPU samples: this much weight in switch-out stacks -> hint
@@ -237,14 +237,9 @@ def _scope(threads: list, ropts: ReportOptions, scale: float):
         groups.setdefault(t.comm, []).append(t)
     rows = sorted(((c, ts, sum(t.latency() + t.preempted for t in ts))
                    for c, ts in groups.items()), key=lambda g: (-g[2], g[0]))
-    total = sum(g[2] for g in rows)
-    work = []
-    for comm, ts, busy in rows:
-        if total and busy >= ropts.workload_share * total:
-            work.append((comm, ts, busy))
-        else:
-            share = busy / total if total else 0.0
-            left.extend((t, f"small: {share:.1%} of the latency-relevant time") for t in ts)
+    work, small = material_groups(rows, ropts.workload_share)
+    for _, ts, share in small:
+        left.extend((t, f"small: {share:.1%} of the latency-relevant time") for t in ts)
     return work, left
 
 

@@ -152,15 +152,23 @@ def scope(an, ropts: ReportOptions) -> Scope:
                   key=lambda g: (-g[2], g[0]))
     if an.threads_filtered:
         return Scope(kept, rows, left, selected=True)
-    total = sum(g[2] for g in rows)
-    work = []
-    for comm, ts, busy in rows:
-        if total and busy >= ropts.workload_share * total:
-            work.append((comm, ts, busy))
-        else:
-            share = busy / total if total else 0.0
-            left.extend((t.comm, t.tid, f"small: {share:.1%} of the busy time") for t in ts)
+    work, small = material_groups(rows, ropts.workload_share)
+    for _, ts, share in small:
+        left.extend((t.comm, t.tid, f"small: {share:.1%} of the busy time") for t in ts)
     return Scope([t for _, ts, _ in work for t in ts], work, left)
+
+
+def material_groups(rows: list, share: float) -> tuple[list, list]:
+    """(comm, threads, weight) rows -> (the rows holding at least ``share`` of the total
+    weight, the others as (comm, threads, their share))."""
+    total = sum(r[2] for r in rows)
+    work, small = [], []
+    for comm, ts, w in rows:
+        if total and w >= share * total:
+            work.append((comm, ts, w))
+        else:
+            small.append((comm, ts, w / total if total else 0.0))
+    return work, small
 
 
 def latency_ns(t, idle_counted: bool) -> int:
