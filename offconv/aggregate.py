@@ -16,58 +16,100 @@ def aggregate_samples(records: Iterable, popts: ParseOptions,
     """Sum Samples into ``profile`` (a new one if None). ``--event-filter`` keeps one event
     type (default: the first type seen, with stackcollapse-perf.pl's message). All
     samples of a profile must share one unit and kind."""
-    fresh = profile is None or not profile.samples
-    if profile is None:
-        profile = Profile()
-    counts: dict = {}
-    before: Optional[dict] = None
-    want = popts.event_filter
-    defaulted = want is None
-    warned = False
-    unit = kind = None
-    weighted = False
-    threads: dict = {}
-    for r in records:
-        if r.__class__ is not Sample:      # a tracepoint counted as an event (weight 1)
-            r = Sample(r.stack, 1, SAMPLES, r.task, r.time_ns, r.cpu, r.event, ONCPU)
-        ev = r.event
-        if ev:
-            if want is None:
-                want = ev
-            elif ev != want:
-                if defaulted and not warned:
-                    profile.warnings.append(f"Filtering for events of type: {want}")
-                    warned = True
-                continue
-        if unit is None:
-            unit, kind = r.unit, r.kind
-        task = r.task
-        if task is None:
-            key = r.stack
-        else:
-            tf = threads.get(task)
-            if tf is None:
-                tf = threads[task] = thread_frame(task)
-            key = (tf,) + r.stack
-        w = r.weight
-        counts[key] = counts.get(key, 0) + w
-        if w != 1:
-            weighted = True
-        if r.before is not None:
-            if before is None:
-                before = {}
-            before[key] = before.get(key, 0) + r.before
-    if want and kind == ONCPU and unit == SAMPLES:
-        # what the weights are: perf's periods of that event (cpu-clock: ns), or counts
-        profile.event = want if weighted else (profile.event or "")
-    if fresh:
-        if unit is not None:
-            profile.unit, profile.mode = unit, kind
-    elif unit is not None and (unit, kind) != (profile.unit, profile.mode):
-        raise OffconvError(f"{path}: its weights are {kind} in {unit}, the other inputs' "
-                           f"{profile.mode} in {profile.unit}: they cannot be merged")
-    add_weights(profile, counts, before)
-    return profile
+    sums = Sums(popts)
+    sums.add_records(records)
+    return sums.finish(profile, path)
+
+
+class Sums:
+    """The sums of one input on their way into a Profile, in first-seen order, fed with
+    records (``add_records``) or, by a parser that sums its own events, with one stack's
+    sum at a time (``add``): the two may be interleaved, in input order."""
+
+    def __init__(self, popts: ParseOptions):
+        self.counts: dict = {}
+        self.before: Optional[dict] = None
+        self.want = popts.event_filter
+        self.defaulted = self.want is None
+        self.other = False      # an event of another type was left out
+        self.unit = self.kind = None
+        self.weighted = False   # a record weighed other than 1
+        self.threads: dict = {}
+
+    def add(self, key: tuple, total, weight, event: str, unit: str, kind: str) -> None:
+        """``total`` more for ``key`` (thread frame + stack), from events of type ``event``
+        that weighed ``weight`` each."""
+        if event:
+            if self.want is None:
+                self.want = event
+            elif event != self.want:
+                self.other = True
+                return
+        if self.unit is None:
+            self.unit, self.kind = unit, kind
+        counts = self.counts
+        counts[key] = counts.get(key, 0) + total
+        if weight != 1:
+            self.weighted = True
+
+    def add_records(self, records: Iterable) -> None:
+        counts = self.counts
+        before = self.before
+        want = self.want
+        other = self.other
+        unit, kind = self.unit, self.kind
+        weighted = self.weighted
+        threads = self.threads
+        for r in records:
+            if r.__class__ is not Sample:      # a tracepoint counted as an event (weight 1)
+                r = Sample(r.stack, 1, SAMPLES, r.task, r.time_ns, r.cpu, r.event, ONCPU)
+            ev = r.event
+            if ev:
+                if want is None:
+                    want = ev
+                elif ev != want:
+                    other = True
+                    continue
+            if unit is None:
+                unit, kind = r.unit, r.kind
+            task = r.task
+            if task is None:
+                key = r.stack
+            else:
+                tf = threads.get(task)
+                if tf is None:
+                    tf = threads[task] = thread_frame(task)
+                key = (tf,) + r.stack
+            w = r.weight
+            counts[key] = counts.get(key, 0) + w
+            if w != 1:
+                weighted = True
+            if r.before is not None:
+                if before is None:
+                    before = {}
+                before[key] = before.get(key, 0) + r.before
+        self.before, self.want, self.other = before, want, other
+        self.unit, self.kind, self.weighted = unit, kind, weighted
+
+    def finish(self, profile: Optional[Profile], path: str = "") -> Profile:
+        """The sums added into ``profile`` (a new one if None)."""
+        fresh = profile is None or not profile.samples
+        if profile is None:
+            profile = Profile()
+        want, unit, kind = self.want, self.unit, self.kind
+        if self.other and self.defaulted:
+            profile.warnings.append(f"Filtering for events of type: {want}")
+        if want and kind == ONCPU and unit == SAMPLES:
+            # what the weights are: perf's periods of that event (cpu-clock: ns), or counts
+            profile.event = want if self.weighted else (profile.event or "")
+        if fresh:
+            if unit is not None:
+                profile.unit, profile.mode = unit, kind
+        elif unit is not None and (unit, kind) != (profile.unit, profile.mode):
+            raise OffconvError(f"{path}: its weights are {kind} in {unit}, the other inputs' "
+                               f"{profile.mode} in {profile.unit}: they cannot be merged")
+        add_weights(profile, self.counts, self.before)
+        return profile
 
 
 def add_weights(profile: Profile, samples: dict, before: Optional[dict]) -> None:

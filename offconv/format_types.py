@@ -15,7 +15,11 @@ MAYBE = "maybe"
 class InputFormat:
     """An input format. Text formats have ``sniff(head_lines) -> YES|NO|MAYBE`` and
     ``parse(lines, path, opts, stats) -> Iterator[record]`` (records of offconv.model);
-    ``parse_blocks`` is the same from Source.blocks() where that is faster. A binary
+    ``parse_blocks`` is the same from Source.blocks() where that is faster;
+    ``sum_blocks(block_lists, path, opts, stats, sums)`` (Source.block_lists(), an
+    aggregate.Sums) sums the samples of an input already known to take the samples route
+    without a record per event, with the same result as parse_blocks into
+    Sums.add_records. A binary
     format has ``magic`` (its first bytes) and ``convert(path) -> (binary stream, finish)``
     producing the text of another format (perf.data -> perf script text), which is then
     detected like any input."""
@@ -25,6 +29,7 @@ class InputFormat:
     sniff: Optional[Callable] = None
     parse: Optional[Callable] = None
     parse_blocks: Optional[Callable] = None
+    sum_blocks: Optional[Callable] = None
     magic: Optional[bytes] = None
     convert: Optional[Callable] = None
     notes: Optional[Callable] = None            # notes(head) -> [sentences]: fields it lacks

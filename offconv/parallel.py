@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from itertools import chain
 from typing import Optional
 
-from .aggregate import add_weights, aggregate_samples
+from .aggregate import Sums, add_weights
 from .source import Source
 
 MIN_BYTES = 16 << 20   # below this, forking costs more than it saves
@@ -54,27 +53,23 @@ def _second_part(path, fmt, span, first_lineno, popts, want):
     """In the child: the second part's sums, or None when it failed (the parent then
     parses it itself, to raise the same error in the same way)."""
     try:
-        src = Source(path, span=span, first_lineno=first_lineno)
-        stats: dict = {}
-        records = fmt.parse_blocks(src.blocks(), path, popts, stats)
-        other = []
-        profile = aggregate_samples(_watch(records, want, other), replace(popts, event_filter=want))
-        return (profile.samples, profile.before, bool(other), stats, src.cut_line)
+        return _second_part_here(Source(path, span=span, first_lineno=first_lineno), path, fmt,
+                                 popts, want)
     except BaseException:  # noqa: BLE001 - reported by the parent's own parse
         return None
 
 
-def _watch(records, want, other):
-    for r in records:
-        if not other and r.event and r.event != want:
-            other.append(r.event)
-        yield r
+def _second_part_here(src, path, fmt, popts, want):
+    stats: dict = {}
+    sums = Sums(replace(popts, event_filter=want))
+    fmt.sum_blocks(src.block_lists(), path, popts, stats, sums)
+    return sums.counts, sums.before, sums.other, stats, src.cut_line
 
 
-def load_split(path: str, src: Source, fmt, opts, stats: dict, route_fn, profile, collect):
+def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
     """The samples route of one input over two processes; returns (profile, src for the
     warnings) or None when the input does not qualify (the caller goes serial)."""
-    if src.kind != "text" or path == "-" or fmt.parse_blocks is None or not enabled():
+    if src.kind != "text" or path == "-" or fmt.sum_blocks is None or not enabled():
         return None
     try:
         size = os.path.getsize(path)
@@ -87,23 +82,20 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, route_fn, profile
         return None
     cut, second_line = cp
     part1 = Source(path, span=(0, cut))
-    stats1: dict = {}  # merged only when the split goes ahead
-    records = fmt.parse_blocks(part1.blocks(), path, opts.parse, stats1)
-    it = iter(records)
-    first = next(it, None)
-    if first is None or not first.event:
-        return None
-    route, records = route_fn(chain([first], it), opts.aggregate.mode)
-    if route != "samples":
+    lists, route, first = peek(part1, fmt, opts, opts.aggregate.mode)
+    if route != "samples" or not first.event:
         return None
     popts = opts.parse
     want = popts.event_filter or first.event
+    stats1: dict = {}  # merged only when the split goes ahead
     import multiprocessing
     pool = multiprocessing.get_context("fork").Pool(1)
     try:
         job = pool.apply_async(_second_part, (path, fmt, (cut, size), second_line, popts, want))
         before_warn = len(profile.warnings) if profile is not None else 0
-        profile = aggregate_samples(collect(records), popts, profile, path)
+        sums = Sums(popts)
+        fmt.sum_blocks(lists, path, popts, stats1, sums)
+        profile = sums.finish(profile, path)
         result = job.get()
     finally:
         pool.terminate()
@@ -121,11 +113,3 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, route_fn, profile
             stats["skipped_lines"] = stats.get("skipped_lines", 0) + part["skipped_lines"]
     part1.cut_line = cut_line
     return profile, part1
-
-
-def _second_part_here(src, path, fmt, popts, want):
-    stats: dict = {}
-    other: list = []
-    records = fmt.parse_blocks(src.blocks(), path, popts, stats)
-    p = aggregate_samples(_watch(records, want, other), replace(popts, event_filter=want))
-    return p.samples, p.before, bool(other), stats, src.cut_line

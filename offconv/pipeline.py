@@ -11,11 +11,11 @@ from itertools import chain
 from typing import Iterable, Iterator, Optional
 
 from . import formats
-from .aggregate import aggregate_samples
+from .aggregate import Sums, aggregate_samples
 from .errors import OffconvError
 from .model import OFFCPU_MODES, ONCPU, SWITCH, Histogram, Profile, Sample, SchedEvent
 from .options import Options
-from .source import Source
+from .source import Source, numbered_blocks
 
 SCHED, SAMPLES = "sched", "samples"
 
@@ -37,13 +37,38 @@ def open_input(path: str, from_format: str = "auto"):
     return src, formats.detect(path, src.head)
 
 
-def _records(src: Source, fmt, opts: Options, stats: dict) -> Iterator:
-    if fmt.parse_blocks is not None:
-        return fmt.parse_blocks(src.blocks(), src.path, opts.parse, stats)
-    return fmt.parse(src.lines(), src.path, opts.parse, stats)
+def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
+    """(SAMPLES, aggregate.Sums) when the format sums its own samples (sum_blocks) and the
+    input's first block list already decides the samples route; else (route, records), as
+    _route gives them."""
+    lists, route, _ = peek(src, fmt, opts, mode)
+    if route == SAMPLES:
+        sums = Sums(opts.parse)
+        fmt.sum_blocks(lists, src.path, opts.parse, stats, sums)
+        return SAMPLES, sums
+    blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in lists)
+    return _route(fmt.parse_blocks(blocks, src.path, opts.parse, stats), mode)
 
 
-def _route(records: Iterator, mode: str) -> tuple[str, Iterator]:
+def peek(src: Source, fmt, opts: Options, mode: str) -> tuple:
+    """(the input's block lists, the route its first list decides or None, the record that
+    decides it). The first list is looked at through parse_blocks with stats of its own;
+    those records are dropped: the lists are read again from their start. None when the
+    format does not sum its own samples (no sum_blocks)."""
+    lists = src.block_lists()
+    first = next(lists, None)
+    if first is None:
+        return lists, None, None
+    lists = chain([first], lists)
+    if fmt.sum_blocks is None:
+        return lists, None, None
+    deciding: list = []
+    route, _ = _route(fmt.parse_blocks(numbered_blocks(*first), src.path, opts.parse, {}), mode,
+                      deciding)
+    return lists, (route if deciding else None), (deciding[0] if deciding else None)
+
+
+def _route(records: Iterator, mode: str, deciding: Optional[list] = None) -> tuple[str, Iterator]:
     """Which path an input's records take: SCHED (intervals, the off-CPU modes) or SAMPLES.
     Looks ahead only until the first sched_switch or the first Sample. ``auto``: SCHED
     when the input has sched_switch events; an off-CPU mode: SCHED, unless the samples
@@ -62,6 +87,10 @@ def _route(records: Iterator, mode: str) -> tuple[str, Iterator]:
             if mode in OFFCPU_MODES and r.kind != ONCPU:
                 route = SAMPLES
             break
+    else:
+        return route, iter(buf)
+    if deciding is not None:
+        deciding.append(r)
     return route, chain(buf, records)
 
 
@@ -85,18 +114,23 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
             notes.extend(f"{path}: {n}" for n in fmt.notes(src.head))
         if agg.mode in ("auto", ONCPU) and len(routes | {SAMPLES}) == 1:
             from .parallel import load_split
-            split = load_split(path, src, fmt, replace(opts, aggregate=agg), stats, _route, profile,
-                               lambda r: _collect_histograms(r, histograms))
+            split = load_split(path, src, fmt, replace(opts, aggregate=agg), stats, peek, profile)
             if split is not None:
                 src.close()
                 profile, sources[-1] = split
                 routes.add(SAMPLES)
                 continue
-        route, records = _route(_records(src, fmt, opts, stats), agg.mode)
+        if fmt.parse_blocks is not None:
+            route, records = _summed_or_routed(src, fmt, opts, stats, agg.mode)
+        else:
+            route, records = _route(fmt.parse(src.lines(), path, opts.parse, stats), agg.mode)
         routes.add(route)
         if len(routes) > 1:
             raise OffconvError(f"{path}: cannot merge off-CPU (sched event) inputs with "
                                "on-CPU or folded ones; give --mode")
+        if records.__class__ is Sums:
+            profile = records.finish(profile, path)
+            continue
         records = _collect_histograms(records, histograms)
         if route == SAMPLES:
             profile = aggregate_samples(records, opts.parse, profile, path)

@@ -73,19 +73,31 @@ class Source:
         """Runs of non-blank lines, without their final newline, with the number of their
         first line. Lines of only white space count as blank for this split only when they
         are empty; parsers must accept a block that holds anything."""
+        for lineno, pieces in self.block_lists():
+            yield from numbered_blocks(lineno, pieces)
+
+    def block_lists(self) -> Iterator[tuple[int, list]]:
+        """The same blocks a list at a time (about 1 MiB of text each), for a consumer
+        that needs a block's line number only now and then: (number of the first line of
+        the list's first piece, pieces). A piece is a block as blocks() gives it, except
+        that it may be empty or start with newlines (a run of three or more);
+        ``numbered_blocks`` turns a list into blocks()'s (lineno, block)."""
         lineno = self.first_lineno
-        cut = []
-        for block in _split(self._all_chunks(), "\n\n", lambda n, last: cut.append(last)):
-            start = lineno
-            lineno += block.count("\n") + 2
-            if block.startswith("\n"):
-                stripped = block.lstrip("\n")
-                start += len(block) - len(stripped)
-                block = stripped
-            if cut:
-                self.cut_line = start + block.count("\n")
-            if block:
-                yield start, block
+        rest = ""
+        for chunk in self._all_chunks():
+            text = rest + chunk if rest else chunk
+            pieces = text.split("\n\n")
+            rest = pieces.pop()
+            if pieces:
+                yield lineno, pieces
+                lineno += text.count("\n") - rest.count("\n")
+        if rest.endswith("\n"):
+            rest = rest[:-1]
+        elif rest:  # the input ended inside a line (a file cut short): remember its number
+            stripped = rest.lstrip("\n")
+            self.cut_line = lineno + (len(rest) - len(stripped)) + stripped.count("\n")
+        if rest:
+            yield lineno, [rest]
 
     def span_is_child(self) -> bool:
         """The second part of a split input (read by the child: the parent shows progress)."""
@@ -193,6 +205,20 @@ class _Range:
 
     def close(self):
         self._raw.close()
+
+
+def numbered_blocks(lineno: int, pieces: list) -> Iterator[tuple[int, str]]:
+    """One list of Source.block_lists() -> (number of the block's first line, block), empty
+    pieces left out."""
+    for block in pieces:
+        start = lineno
+        lineno += block.count("\n") + 2
+        if block.startswith("\n"):
+            stripped = block.lstrip("\n")
+            start += len(block) - len(stripped)
+            block = stripped
+        if block:
+            yield start, block
 
 
 def _text_chunks(stream, size: int = 1 << 20) -> Iterator[str]:

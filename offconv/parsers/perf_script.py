@@ -29,8 +29,9 @@ from typing import Iterable, Iterator, Optional
 from ..errors import ParseError
 from ..format_types import MAYBE, NO, YES, InputFormat
 from ..model import (EXIT, INLINE, JIT, KERNEL, OFFCPU, ONCPU, SAMPLES, SWITCH, USER, WAKE, Frame,
-                     Sample, SchedEvent, Task)
+                     Sample, SchedEvent, Task, thread_frame)
 from ..options import ParseOptions
+from ..source import numbered_blocks
 
 HEADER_HELP = "an event header 'comm [pid/]tid [cpu] secs.frac: [period] event:'"
 
@@ -548,6 +549,145 @@ def _new_frame(line: str, addrs: bool, demangle: bool, frames: dict, names: dict
     return g
 
 
+def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
+               stats: Optional[dict], sums) -> None:
+    """parse_blocks into ``sums`` (an aggregate.Sums) without a record per event: the hot
+    path of a collapse. An event is counted under (its header without the timestamp, its
+    leaf line's key, its callers' text) -- strings sliced out of the block, hashed in C --
+    and those counts are turned into (thread frame + stack) sums only once per distinct
+    key, when ``_RAW`` keys have piled up, before any block that needs ``parse_blocks``
+    (anything but a plain on-CPU sample with tab-indented frame lines), and at the end: in
+    first-seen order, so the sums are the same, in the same order, as through records.
+    The leaf (the sampled ip) differs from sample to sample in its address and its
+    ``+0x`` offset, which the frames do not depend on: its key leaves both out."""
+    if opts.addrs:  # the addresses are kept in the frames: no key can leave them out
+        sums.add_records(parse_blocks(_numbered(lists), path, opts, stats))
+        return
+    demangle = opts.demangle
+    heads: dict = {}       # header without its timestamp -> index into entries
+    heads_get = heads.get
+    entries: list = []     # (thread frame, period, event)
+    stacks: dict = {}      # callers' text -> root-first frames
+    frames: dict = {}
+    names: dict = {}
+    leaves: dict = {}      # leaf key -> frames
+    raw: dict = {}         # (entry, leaf key, callers) -> events
+    raw_get = raw.get
+    budget = 256 << 20     # characters of callers' text kept as cache keys
+    ts_search = _TS.search
+    hex_digits = _HEX_DIGITS
+    add = sums.add
+
+    def flush():
+        for (e, lk, callers), n in raw.items():
+            tf, period, event = entries[e]
+            if lk is None:
+                stack = ()
+            else:
+                g = leaves.get(lk)
+                if g is None:
+                    line = "0 " + (lk if lk.__class__ is str else f"{lk[0]}+0x0{lk[1]}")
+                    g = parse_frame(line, False, demangle)
+                    if len(leaves) < _LINE_CACHE:
+                        leaves[lk] = g
+                if callers:
+                    cs = stacks.get(callers)
+                    if cs is None:
+                        cs = _body_stack(callers, False, frames, demangle, names)
+                    stack = cs + g
+                else:
+                    stack = g
+            add((tf,) + stack, n * period, period, event, SAMPLES, ONCPU)
+        raw.clear()
+
+    slow = fast = 0
+    lists = iter(lists)
+    for base, pieces in lists:
+        ci, cl = 0, base   # a piece's index and the number of its first line
+        for i, block in enumerate(pieces):
+            header, _, body = block.partition("\n")
+            if header and header[0] not in " \t#" and "sched" not in header:
+                tm = ts_search(header)
+                hk = (header[:tm.start()], header[tm.end():]) if tm is not None else header
+                e = heads_get(hk)
+                if e is None:
+                    e = _sum_head(header, tm, hk, heads, entries)
+                if e is not None:
+                    if not body:
+                        key = (e, None, "")
+                    else:
+                        leaf, _, callers = body.partition("\n")
+                        s = leaf.strip() if leaf[:1] == "\t" else ""
+                        if callers and callers not in stacks:
+                            st = _body_stack(callers, False, frames, demangle, names)
+                            if st is None:
+                                s = ""
+                            elif budget > 0:
+                                stacks[callers] = st
+                                budget -= len(callers)
+                        if not s:
+                            key = None
+                        else:
+                            rest = s.partition(" ")[2]
+                            k = rest.rfind("+0x")
+                            lk = rest
+                            if k >= 0:
+                                tail = rest[k + 3:].lstrip(hex_digits)
+                                if (tail[:2] == " (" and len(tail) < len(rest) - k - 3
+                                        and tail.find("(", 2) < 0
+                                        and tail.find(")") == len(tail) - 1):
+                                    lk = (rest[:k], tail)
+                            key = (e, lk, callers)
+                    if key is not None:
+                        raw[key] = raw_get(key, 0) + 1
+                        fast += 1
+                        continue
+            # anything else: through parse_blocks, after the sums so far (their order)
+            if raw:
+                flush()
+            while ci < i:
+                cl += pieces[ci].count("\n") + 2
+                ci += 1
+            slow += 1
+            if slow > 1000 and slow > fast:   # not a collapse of on-CPU samples: records
+                sums.add_records(parse_blocks(
+                    chain(numbered_blocks(cl, pieces[i:]), _numbered(lists)), path, opts, stats))
+                return
+            sums.add_records(parse_blocks(numbered_blocks(cl, (block,)), path, opts, stats))
+        if len(raw) > _RAW:
+            flush()
+    flush()
+
+
+_RAW = 1 << 17  # distinct (header, leaf, callers) keys summed before they are resolved
+
+
+def _numbered(lists: Iterable[tuple[int, list]]) -> Iterator[tuple[int, str]]:
+    for lineno, pieces in lists:
+        yield from numbered_blocks(lineno, pieces)
+
+
+def _sum_head(header: str, tm, hk, heads: dict, entries: list) -> Optional[int]:
+    """The entry of a plain on-CPU sample's header (see _header_entry; a header without a
+    timestamp, as older perfs print it, is its own key), or None."""
+    if tm is not None:
+        hit = _header_entry(header, tm, {}, hk)
+        if hit is None:
+            return None
+        h, task = hit
+    else:
+        h = parse_header(header)
+        if (h is None or h[4] is not None or h[6] in SCHED_EVENTS or h[6] == OFFCPU_EVENT
+                or (h[7] and _FRAME_LIKE.match(h[7]))):
+            return None
+        task = Task(h[0], h[1], h[2])
+    e = len(entries)
+    entries.append((thread_frame(task), h[5], h[6]))
+    if len(heads) < _HEADS:
+        heads[hk] = e
+    return e
+
+
 # perf record --off-cpu (Linux 5.19+): the software event whose period is the time the
 # task was off CPU, in ns (tools/perf/Documentation/perf-record.txt)
 OFFCPU_EVENT = "offcpu-time"
@@ -654,4 +794,4 @@ def notes(head: list[str]) -> list[str]:
 
 
 FORMAT = InputFormat(name="perf-script", sniff=sniff, parse=parse, parse_blocks=parse_blocks,
-                   notes=notes, description="perf script text (default fields and -F variants)")
+                   sum_blocks=sum_blocks, notes=notes, description="perf script text (default fields and -F variants)")

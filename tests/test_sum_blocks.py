@@ -1,0 +1,230 @@
+"""perf_script.sum_blocks (the collapse's hot path: no record per event) against the record
+path it replaces (parse_blocks into Sums.add_records): the same sums in the same order, the
+same event-filter state, the same stats and the same errors -- on every perf script fixture
+and on random inputs that mix what makes sum_blocks leave its fast path (sched events,
+comments, odd leaf lines, dsos with parentheses or '+0x', runs of blank lines, padded
+headers), cut into block lists at random places, with flushes forced often."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from offconv.aggregate import Sums
+from offconv.errors import OffconvError
+from offconv.options import ParseOptions
+from offconv.parsers import perf_script
+from offconv.source import Source, numbered_blocks
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def perf_script_files():
+    out = []
+    for p in sorted(FIX.rglob("*")):
+        if not p.is_file() or p.suffix in {".md", ".svg", ".json", ".py", ".folded", ".log"}:
+            continue
+        try:
+            head = Source(str(p)).head
+        except OffconvError:
+            continue
+        if perf_script.sniff(head) != "no":
+            out.append(p)
+    return out
+
+
+FILES = perf_script_files()
+
+
+def lists_of(text: str, cuts=()) -> list:
+    """Source.block_lists() of ``text``, the pieces cut into lists before the given piece
+    indexes (as 1 MiB reads would cut them), with the right first line numbers."""
+    pieces = text.split("\n\n")
+    rest = pieces.pop()
+    if rest.endswith("\n"):
+        rest = rest[:-1]
+    out, lineno, start = [], 1, 0
+    for cut in sorted(set(c for c in cuts if 0 < c < len(pieces))) + [len(pieces)]:
+        group = pieces[start:cut]
+        if group:
+            out.append((lineno, group))
+            lineno += sum(p.count("\n") + 2 for p in group)
+        start = cut
+    if rest:
+        out.append((lineno, [rest]))
+    return out
+
+
+def outcome(fn):
+    try:
+        return fn()
+    except OffconvError as e:
+        return ("error", str(e))
+
+
+def both(lists, opts, path="in.txt"):
+    def records():
+        stats, sums = {}, Sums(opts)
+        blocks = (b for n, ps in lists for b in numbered_blocks(n, ps))
+        sums.add_records(perf_script.parse_blocks(blocks, path, opts, stats))
+        return state(sums, stats)
+
+    def summed():
+        stats, sums = {}, Sums(opts)
+        perf_script.sum_blocks(iter(lists), path, opts, stats, sums)
+        return state(sums, stats)
+
+    return outcome(records), outcome(summed)
+
+
+def state(sums, stats):
+    return (list(sums.counts.items()), sums.want, sums.other, sums.unit, sums.kind,
+            sums.weighted, stats)
+
+
+OPTS = [ParseOptions(), ParseOptions(demangle=True), ParseOptions(lenient=True),
+        ParseOptions(addrs=True), ParseOptions(event_filter="cpu-clock:ppp")]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIX)))
+def test_fixtures_same_as_records(path, monkeypatch):
+    monkeypatch.setattr(perf_script, "_RAW", 3)  # resolve the sums often
+    text = path.read_text(errors="replace").replace("\r\n", "\n")
+    n = text.count("\n\n")
+    for opts in OPTS[:3]:
+        for cuts in ((), (1, n // 3, n // 2)):
+            records, summed = both(lists_of(text, cuts), opts, str(path))
+            assert summed == records
+
+
+def test_fixtures_cover_the_fast_path():
+    """The comparison above compares something: in most fixtures most events take the fast
+    path (fewer parse_blocks calls than half the blocks), and in some, some do not."""
+    mostly_fast = some_slow = 0
+    real = perf_script.parse_blocks
+    opts = ParseOptions(lenient=True)
+    for p in FILES:
+        calls = []
+
+        def spy(blocks, *a, **kw):
+            calls.append(1)
+            return real(blocks, *a, **kw)
+
+        perf_script.parse_blocks = spy
+        try:
+            lists = list(Source(str(p)).block_lists())
+            perf_script.sum_blocks(iter(lists), str(p), opts, {}, Sums(opts))
+        except OffconvError:
+            continue
+        finally:
+            perf_script.parse_blocks = real
+        blocks = sum(len(ps) for _, ps in lists)
+        mostly_fast += len(calls) < blocks / 2
+        some_slow += bool(calls)
+    # about half the fixtures are sched recordings, which take the record path by design
+    assert mostly_fast >= 18 and some_slow > 3, (mostly_fast, some_slow, len(FILES))
+
+
+# -- random inputs ------------------------------------------------------------------------
+
+SYMS = ["main", "foo+0x1a", "bar+0x0", "baz+0x", "std::f<int (int)>::operator()+0x9",
+        "[unknown]", "(anonymous namespace)::g+0x4", "q+0x1F", "a->b+0x3", "sym;x+0x2",
+        "_ZN4core3fmt5write17h0123456789abcdefE+0x10", "+0x12", "w\"q'+0x1"]
+DSOS = ["([kernel.kallsyms])", "(/usr/lib/libc.so.6)", "([unknown])", "(/memfd:x (deleted))",
+        "(/tmp/perf-42.map)", "(/a+0x1)", "(/a+0x1 (b))", "", "([JIT app cache])"]
+ADDRS = ["ffffffff8101", "7f00", "0", "zz", "1234abcd"]
+
+
+@st.composite
+def frame_line(draw):
+    indent = draw(st.sampled_from(["\t    ", "\t", "\t  ", " \t", "    "]))
+    addr = draw(st.sampled_from(ADDRS))
+    sym = draw(st.sampled_from(SYMS))
+    dso = draw(st.sampled_from(DSOS))
+    trail = draw(st.sampled_from(["", "", " "]))
+    return f"{indent}{addr} {sym} {dso}".rstrip(" ") + trail
+
+
+@st.composite
+def event(draw):
+    comm = draw(st.sampled_from(["java", "sh", "a b", "sched-w", "kworker/0:1"]))
+    tid = draw(st.sampled_from(["1", "2", "10/11", "10/12"]))
+    cpu = draw(st.sampled_from(["[000] ", "[001] ", ""]))
+    t = draw(st.integers(0, 999))
+    kind = draw(st.sampled_from(["clock", "clock", "clock", "cycles", "sched", "wake", "bad",
+                                 "comment", "offcpu", "lost"]))
+    if kind == "clock":
+        head = f"{comm} {tid} {cpu}{t}.{t:06d}:     1001001 cpu-clock:ppp: "
+    elif kind == "cycles":
+        head = f"{comm} {tid} {cpu}{t}.{t:06d}: {draw(st.integers(1, 3))} cycles: "
+    elif kind == "sched":
+        head = (f"{comm} {tid} {cpu}{t}.{t:06d}: sched:sched_switch: prev_comm={comm} prev_pid=1 "
+                f"prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120")
+    elif kind == "wake":
+        head = f"{comm} {tid} {cpu}{t}.{t:06d}: sched:sched_wakeup: comm=x pid=3 prio=120 target_cpu=001"
+    elif kind == "bad":
+        head = f"{comm} {tid} {cpu}{t}.x{t}: cpu-clock:ppp:"
+    elif kind == "comment":
+        head = "# a comment"
+    elif kind == "offcpu":
+        head = f"{comm} {tid} {cpu}{t}.{t:06d}: 5000 offcpu-time: "
+    else:
+        head = f"perf  9 [000] {t}.{t:06d}: PERF_RECORD_LOST lost 3"
+    frames = draw(st.lists(frame_line(), max_size=5))
+    return "\n".join([head] + frames)
+
+
+@st.composite
+def perf_text(draw):
+    events = draw(st.lists(event(), min_size=1, max_size=12))
+    seps = [draw(st.sampled_from(["\n\n", "\n\n", "\n\n\n", "\n \n", "\n"])) for _ in events]
+    return "".join(e + s for e, s in zip(events, seps)).lstrip("\n")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=perf_text(), cuts=st.lists(st.integers(0, 12), max_size=3),
+       opts=st.sampled_from(OPTS), raw=st.sampled_from([1, 2, 1 << 17]))
+def test_random_inputs_same_as_records(text, cuts, opts, raw):
+    old = perf_script._RAW
+    perf_script._RAW = raw
+    try:
+        records, summed = both(lists_of(text, cuts), opts)
+    finally:
+        perf_script._RAW = old
+    assert summed == records
+
+
+def test_leaf_key_leaves_out_address_and_offset_only():
+    """Leaves that differ only in their address and offset are one key; a '+0x' in the
+    dso, or an empty offset, is not left out."""
+    head = "java 1 [000] 1.000001:     1001001 cpu-clock:ppp: \n"
+    text = "\n\n".join(head + leaf for leaf in [
+        "\t1 foo+0x1 (/x.so)", "\t2 foo+0xff (/x.so)",        # one key: foo (x.so)
+        "\t3 foo+0x (/x.so)",                                  # 'foo+0x': another frame
+        "\t4 bar+0x1 (/a+0x1)", "\t5 bar+0x1 (/a+0x2)",        # two dsos
+        "\t6 baz+0x1 (/b+0x1 (c))", "\t7 baz+0x1 (/b+0x2 (c))",  # two more
+    ]) + "\n"
+    opts = ParseOptions()
+    records, summed = both(lists_of(text), opts)
+    assert summed == records
+    names = [[(f.name, f.module) for f in key[1:]] for key, _ in summed[0]]
+    assert names == [[("foo", "/x.so")], [("foo+0x", "/x.so")], [("bar", "/a+0x1")],
+                     [("bar", "/a+0x2")], [("baz", "/b+0x1 (c)")], [("baz", "/b+0x2 (c)")]]
+    assert [n for _, n in summed[0]] == [2 * 1001001] + [1001001] * 5
+
+
+def test_many_sched_events_in_oncpu_mode_leave_the_fast_path(monkeypatch):
+    """Mostly slow blocks (sched events counted as events): the rest goes through records
+    in one parse_blocks, with the same result."""
+    head = "sh 2 [000] {t}.000001: sched:sched_wakeup: comm=x pid=3 prio=120 target_cpu=001\n\tffff f+0x1 ([kernel.kallsyms])"
+    clock = "java 1 [000] 1.000001:     1001001 cpu-clock:ppp: \n\t1 foo+0x1 (/x.so)"
+    text = "\n\n".join([clock] + [head.format(t=i) for i in range(1500)] + [clock]) + "\n"
+    calls = []
+    real = perf_script.parse_blocks
+    monkeypatch.setattr(perf_script, "parse_blocks", lambda *a, **k: calls.append(1) or real(*a, **k))
+    records, summed = both(lists_of(text, (700,)), ParseOptions())
+    assert summed == records
+    assert records[0][0][1] == 2 * 1001001 and records[2] is True and records[1] == "cpu-clock:ppp"
+    assert len(calls) < 1100  # not one parse_blocks per remaining block
