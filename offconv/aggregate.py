@@ -23,8 +23,9 @@ def aggregate_samples(records: Iterable, popts: ParseOptions,
 
 class Sums:
     """The sums of one input on their way into a Profile, in first-seen order, fed with
-    records (``add_records``) or, by a parser that sums its own events, with one stack's
-    sum at a time (``add``): the two may be interleaved, in input order."""
+    records (``add_records``) or by a parser that sums its own events (it asks
+    ``accepts`` for each kind of event, then adds into ``counts``): the two may be
+    interleaved, in input order."""
 
     def __init__(self, popts: ParseOptions):
         self.counts: dict = {}
@@ -36,21 +37,20 @@ class Sums:
         self.weighted = False   # a record weighed other than 1
         self.threads: dict = {}
 
-    def add(self, key: tuple, total, weight, event: str, unit: str, kind: str) -> None:
-        """``total`` more for ``key`` (thread frame + stack), from events of type ``event``
-        that weighed ``weight`` each."""
+    def accepts(self, event: str, weight, unit: str, kind: str) -> bool:
+        """Whether events of type ``event`` weighing ``weight`` each, met now (in input
+        order), are counted; the caller then adds their sums into ``counts`` itself."""
         if event:
             if self.want is None:
                 self.want = event
             elif event != self.want:
                 self.other = True
-                return
+                return False
         if self.unit is None:
             self.unit, self.kind = unit, kind
-        counts = self.counts
-        counts[key] = counts.get(key, 0) + total
         if weight != 1:
             self.weighted = True
+        return True
 
     def add_records(self, records: Iterable) -> None:
         counts = self.counts
@@ -115,8 +115,11 @@ class Sums:
 def add_weights(profile: Profile, samples: dict, before: Optional[dict]) -> None:
     """Add per-stack weights (and a differential's before column) into ``profile``."""
     dst = profile.samples
-    for key, n in samples.items():
-        dst[key] = dst.get(key, 0) + n
+    if not dst:
+        dst.update(samples)  # the first input: one C loop, the same order
+    else:
+        for key, n in samples.items():
+            dst[key] = dst.get(key, 0) + n
     if before is not None:
         if profile.before is None:
             profile.before = {}

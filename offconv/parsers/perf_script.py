@@ -576,11 +576,18 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     budget = 256 << 20     # characters of callers' text kept as cache keys
     ts_search = _TS.search
     hex_digits = _HEX_DIGITS
-    add = sums.add
+    counts = sums.counts
+    counts_get = counts.get
 
     def flush():
+        accepted: dict = {}  # entry -> counted (Sums.accepts, asked in input order)
         for (e, lk, callers), n in raw.items():
             tf, period, event = entries[e]
+            ok = accepted.get(e)
+            if ok is None:
+                ok = accepted[e] = sums.accepts(event, period, SAMPLES, ONCPU)
+            if not ok:
+                continue
             if lk is None:
                 stack = ()
             else:
@@ -597,7 +604,8 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                     stack = cs + g
                 else:
                     stack = g
-            add((tf,) + stack, n * period, period, event, SAMPLES, ONCPU)
+            key = (tf,) + stack
+            counts[key] = counts_get(key, 0) + n * period
         raw.clear()
 
     slow = fast = 0
