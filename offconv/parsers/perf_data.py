@@ -4,6 +4,7 @@ Recognised by its magic ``PERFILE2`` (tools/perf/util/header.c); the text perf s
 prints is then detected and parsed like any other input (normally perf-script)."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -19,15 +20,15 @@ def convert(path: str):
     raises OffconvError with perf's own first message when it failed."""
     if path == "-":
         raise OffconvError("-: perf.data on stdin is not supported: give its path")
-    perf = shutil.which("perf")
-    if perf is None:
-        raise OffconvError(f"{path}: is perf.data, but 'perf' is not on PATH to convert it "
-                           "(install linux-perf, or run 'perf script -i FILE > FILE.txt')")
-    # stderr to a file, not a pipe: perf can print more warnings than a pipe holds
-    err = tempfile.TemporaryFile()
-    proc = subprocess.Popen([perf, "script", "-i", path], stdout=subprocess.PIPE,
-                            stderr=err, stdin=subprocess.DEVNULL)
-    _widen_pipe(proc.stdout)
+    started = _STARTED.pop(os.path.abspath(path), None)
+    if started is not None:
+        proc, err = started
+    else:
+        perf = shutil.which("perf")
+        if perf is None:
+            raise OffconvError(f"{path}: is perf.data, but 'perf' is not on PATH to convert it "
+                               "(install linux-perf, or run 'perf script -i FILE > FILE.txt')")
+        proc, err = _start(perf, path)
 
     def finish() -> None:
         rc = proc.wait()
@@ -38,6 +39,40 @@ def convert(path: str):
             raise OffconvError(f"{path}: perf script failed: {_first_message(text, rc)}")
 
     return proc.stdout, finish
+
+
+def _start(perf: str, path: str):
+    # stderr to a file, not a pipe: perf can print more warnings than a pipe holds
+    err = tempfile.TemporaryFile()
+    proc = subprocess.Popen([perf, "script", "-i", path], stdout=subprocess.PIPE,
+                            stderr=err, stdin=subprocess.DEVNULL)
+    _widen_pipe(proc.stdout)
+    return proc, err
+
+
+_STARTED: dict = {}  # absolute path -> (perf script process, its stderr file), see prestart
+
+
+def prestart(path: str) -> None:
+    """Start the conversion of ``path`` now, before offconv asks for it (offconv.launch);
+    convert() takes it over. One that is never taken over is killed at exit."""
+    key = os.path.abspath(path)
+    perf = shutil.which("perf")
+    if perf is None or key in _STARTED:
+        return
+    _STARTED[key] = _start(perf, path)
+    if len(_STARTED) == 1:
+        import atexit
+        atexit.register(_stop_unused)
+
+
+def _stop_unused() -> None:
+    for proc, err in _STARTED.values():
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        err.close()
+    _STARTED.clear()
 
 
 def _first_message(stderr: str, rc: int) -> str:

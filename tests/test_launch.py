@@ -1,0 +1,87 @@
+"""offconv.launch: perf script is started on a perf.data input before offconv is imported,
+and the converter that parsers.perf_data hands out is that process -- the output is the
+same as without it; one that is never taken over is killed when offconv exits."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offconv import launch
+from offconv.parsers import perf_data
+
+DATA = Path(__file__).parent / "fixtures" / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.data"
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    yield
+    perf_data._stop_unused()
+
+
+@needs_perf
+def test_convert_takes_the_started_process_over():
+    launch.prestart([str(DATA), "--mode", "oncpu"])
+    started = perf_data._STARTED[os.path.abspath(DATA)][0]
+    stream, finish = perf_data.convert(str(DATA))
+    assert stream is started.stdout and not perf_data._STARTED
+    text = stream.read()
+    finish()
+    fresh, finish2 = perf_data.convert(str(DATA))  # nothing started: a new process
+    assert fresh is not started.stdout
+    assert fresh.read() == text and text.count(b"sched:sched_switch") > 100
+    finish2()
+
+
+def test_only_perf_data_inputs_are_started(tmp_path):
+    other = tmp_path / "x.data"
+    shutil.copy(DATA, other)
+    folded = tmp_path / "in.folded"
+    folded.write_text("a;b 1\n")
+    calls = []
+    real = perf_data.prestart
+    perf_data.prestart = calls.append
+    try:
+        launch.prestart([str(folded), "-o", str(other), "--title", str(other)])
+        launch.prestart(["record", str(DATA)])
+        launch.prestart(["diff", str(DATA), str(folded), str(other)])
+    finally:
+        perf_data.prestart = real
+    assert calls == [str(DATA), str(other)]
+
+
+@needs_perf
+def test_same_output_through_the_entry_point(tmp_path):
+    """`python -m offconv` (the prestart) and the text path agree byte for byte."""
+    text = subprocess.run(["perf", "script", "-i", str(DATA)], capture_output=True, check=True).stdout
+    (tmp_path / "in.txt").write_bytes(text)
+    for name, src in (("a.folded", DATA), ("b.folded", tmp_path / "in.txt")):
+        r = subprocess.run([sys.executable, "-m", "offconv", str(src), "-o", str(tmp_path / name)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    a = (tmp_path / "a.folded").read_bytes()
+    assert a == (tmp_path / "b.folded").read_bytes() and a.count(b"\n") > 5
+
+
+@needs_perf
+def test_an_unused_converter_is_killed_at_exit(tmp_path):
+    code = ("import sys; from offconv import launch; from offconv.parsers import perf_data; "
+            f"launch.prestart([{str(DATA)!r}]); "
+            "print(next(iter(perf_data._STARTED.values()))[0].pid, flush=True)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    pid = int(r.stdout)
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+@needs_perf
+def test_a_usage_error_is_still_one_line_and_exit_2(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "offconv", str(DATA), "--bogus"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == ["offconv: No such option '--bogus'.",
+                                     "Try 'offconv --help' for help."]
