@@ -11,6 +11,8 @@ serial. Errors keep the serial order: the first part's error is raised before th
 from __future__ import annotations
 
 import os
+import pickle
+import signal
 from dataclasses import replace
 from typing import Optional
 
@@ -88,17 +90,15 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
     popts = opts.parse
     want = popts.event_filter or first.event
     stats1: dict = {}  # merged only when the split goes ahead
-    import multiprocessing
-    pool = multiprocessing.get_context("fork").Pool(1)
+    child = _fork(_second_part, path, fmt, (cut, size), second_line, popts, want)
     try:
-        job = pool.apply_async(_second_part, (path, fmt, (cut, size), second_line, popts, want))
         before_warn = len(profile.warnings) if profile is not None else 0
         sums = Sums(popts)
         fmt.sum_blocks(lists, path, popts, stats1, sums)
         profile = sums.finish(profile, path)
-        result = job.get()
+        result = child.result()
     finally:
-        pool.terminate()
+        child.stop()
     if result is None:  # the second part failed: parse it here, in order, to raise its error
         part2 = Source(path, span=(cut, size), first_lineno=second_line)
         result = _second_part_here(part2, path, fmt, popts, want)
@@ -113,3 +113,48 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
             stats["skipped_lines"] = stats.get("skipped_lines", 0) + part["skipped_lines"]
     part1.cut_line = cut_line
     return profile, part1
+
+
+class _fork:
+    """``fn(*args)`` in a forked child (a bare fork and a pipe: a multiprocessing pool
+    costs more to set up than the work it would save on a 16 MB input); ``result()`` is
+    its return value (pickled back), or None when the child failed."""
+
+    def __init__(self, fn, *args):
+        r, w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.close(r)
+                data = pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(w, "wb") as out:
+                    out.write(data)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        self._read = r
+
+    def result(self):
+        with os.fdopen(self._read, "rb") as f:
+            data = f.read()
+        self._read = None
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = None
+        if status != 0 or not data:
+            return None
+        return pickle.loads(data)
+
+    def stop(self):
+        """Kill and reap a child whose result was not read (the parent's part failed)."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = None
+        if self._read is not None:
+            os.close(self._read)
+            self._read = None
