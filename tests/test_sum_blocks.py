@@ -228,3 +228,24 @@ def test_many_sched_events_in_oncpu_mode_leave_the_fast_path(monkeypatch):
     assert summed == records
     assert records[0][0][1] == 2 * 1001001 and records[2] is True and records[1] == "cpu-clock:ppp"
     assert len(calls) < 1100  # not one parse_blocks per remaining block
+
+
+def test_plain_frame_fast_path_equals_the_general_parse():
+    """parse_frame's regex fast path gives what split_frame + clean_name give, on every
+    combination of the shapes each of them treats specially."""
+    from itertools import product
+    syms = ["main", "foo+0x1a", "bar+0x0", "baz+0x", "a+0x1+0x2", "std::f<int (int)>::operator()+0x9",
+            "[unknown]", "(anonymous namespace)::g+0x4", "q+0x1F", "q", "a->b+0x3", "sym;x+0x2",
+            "w\"q'+0x1", "foo bar+0x1", "x  ", "+0x12", "+a", "a+", "a +0x1", "[x]+0x1", "x]",
+            "Lcom/ex/C;::m+0x5", "a)b", "t+0xZZ", "_$LT$x$GT$::h0123456789abcdef", "é+0x1", "a\tb+0x1"]
+    dsos = ["([kernel.kallsyms])", "(/usr/lib/libc.so.6)", "([unknown])", "(/memfd:x (deleted))",
+            "(/tmp/perf-42.map)", "(/a+0x1)", "()", "(a b)", "", "( x )", "(/x.ko)",
+            "(/tmp/jitted-1-2.so)", "(x))", "((x)"]
+    fast = 0
+    for ind, addr, sym, sp, dso, trail, dm in product(
+            ["\t    ", "\t", " ", ""], ["ffffffff8101", "zz", "", "0"], syms, [" ", "  ", "\t"], dsos,
+            ["", " "], (False, True)):
+        line = f"{ind}{addr} {sym}{sp}{dso}{trail}"
+        assert perf_script.parse_frame(line, False, dm) == perf_script._parse_frame(line, False, dm), line
+        fast += perf_script._PLAIN_FRAME.match(line) is not None
+    assert fast > 5000  # the fast path is taken, not only the general one

@@ -255,9 +255,39 @@ _HEX_DIGITS = "0123456789abcdefABCDEF"
 _KINDS: dict = {}  # dso -> frame_kind(dso): a few hundred dsos, millions of frame lines
 
 
+# "addr sym[+0xoff] (dso)" with nothing in it that parse_frame treats specially: no
+# parentheses in sym or dso, no leading '[', '(' or '+', no white space before the offset
+# or " (", and (checked after the match) no '->', quotes or other '+0x' -- the usual line
+_PLAIN_FRAME = re.compile(r"\s*[0-9a-fA-F]+ ([^\s(\[+](?:[^(]*?[^\s(])??)(?:\+0x[0-9a-fA-F]+)? "
+                          r"\(([^()]+)\)\s*$")
+
+
 def parse_frame(text: str, addrs: bool, demangle: bool = False) -> tuple:
     """One callchain line -> its frames in root-first order (``a->b`` Java inlining gives
     several; a ``(process name)`` pseudo-frame gives none)."""
+    m = _PLAIN_FRAME.match(text)
+    if m is not None:
+        func, module = m.groups()
+        if "->" not in func and "+0x" not in func and '"' not in func and "'" not in func:
+            if ";" in func:
+                func = func.replace(";", ":")
+            if demangle:
+                func = rust_demangle(func)
+            kind = _KINDS.get(module)
+            if kind is None:
+                kind = _kind(module)
+            return (Frame(func, module, kind),)
+    return _parse_frame(text, addrs, demangle)
+
+
+def _kind(module: str) -> str:
+    kind = frame_kind(module)
+    if len(_KINDS) < 100_000:
+        _KINDS[module] = kind
+    return kind
+
+
+def _parse_frame(text: str, addrs: bool, demangle: bool) -> tuple:
     pc, rawfunc, module = split_frame(text)
     rawfunc = rawfunc or " "
     k = rawfunc.rfind("+0x")  # _OFFSET without the regex: "+0x" and hex digits to the end
@@ -267,9 +297,7 @@ def parse_frame(text: str, addrs: bool, demangle: bool = False) -> tuple:
         return ()
     kind = _KINDS.get(module)
     if kind is None:
-        kind = frame_kind(module)
-        if len(_KINDS) < 100_000:
-            _KINDS[module] = kind
+        kind = _kind(module)
     out = []
     for i, func in enumerate(rawfunc.split("->")):
         if func == "[unknown]":
