@@ -550,7 +550,8 @@ def _body_stack(body: str, addrs: bool, frames: dict, demangle: bool = False,
         if g is None:
             if not line or line[0] not in " \t" or not line.strip():
                 return None
-            if padded_header(line) is not None:  # no callchains: a header padded by perf
+            # no callchains: a header padded by perf (never a line that starts with a tab)
+            if line[0] == " " and padded_header(line) is not None:
                 return None
             g = _new_frame(line, addrs, demangle, frames, names)
         groups.append(g)
