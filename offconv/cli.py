@@ -14,7 +14,7 @@ from typing import Optional
 
 import click
 
-from . import formats
+from . import formats, gcpause
 from .errors import EXIT_INTERNAL, OffconvError
 from .options import (KINDS, MODES, UNITS, AggregateOptions, FlameOptions, NamingOptions, Options,
                       ParseOptions, ReportOptions)
@@ -61,7 +61,8 @@ class DefaultGroup(click.Group):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with gcpause.paused():  # a command's objects hold no cycles (offconv.gcpause)
+                return super().invoke(ctx)
         except OffconvError as e:
             for line in e.lines():
                 click.echo(line, err=True)

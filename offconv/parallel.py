@@ -16,6 +16,7 @@ import signal
 from dataclasses import replace
 from typing import Optional
 
+from . import gcpause
 from .aggregate import Sums, add_weights
 from .source import Source
 
@@ -64,7 +65,8 @@ def _second_part(path, fmt, span, first_lineno, popts, want):
 def _second_part_here(src, path, fmt, popts, want):
     stats: dict = {}
     sums = Sums(replace(popts, event_filter=want))
-    fmt.sum_blocks(src.block_lists(), path, popts, stats, sums)
+    with gcpause.paused():
+        fmt.sum_blocks(src.block_lists(), path, popts, stats, sums)
     return sums.counts, sums.before, sums.other, stats, src.cut_line
 
 
@@ -94,9 +96,10 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
     try:
         before_warn = len(profile.warnings) if profile is not None else 0
         sums = Sums(popts)
-        fmt.sum_blocks(lists, path, popts, stats1, sums)
-        profile = sums.finish(profile, path)
-        result = child.result()
+        with gcpause.paused():
+            fmt.sum_blocks(lists, path, popts, stats1, sums)
+            profile = sums.finish(profile, path)
+            result = child.result()
     finally:
         child.stop()
     if result is None:  # the second part failed: parse it here, in order, to raise its error

@@ -10,7 +10,7 @@ from dataclasses import replace
 from itertools import chain
 from typing import Iterable, Iterator, Optional
 
-from . import formats
+from . import formats, gcpause
 from .aggregate import Sums, aggregate_samples
 from .errors import OffconvError
 from .model import OFFCPU_MODES, ONCPU, SWITCH, Histogram, Profile, Sample, SchedEvent
@@ -44,7 +44,8 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
     lists, route, _ = peek(src, fmt, opts, mode)
     if route == SAMPLES:
         sums = Sums(opts.parse)
-        fmt.sum_blocks(lists, src.path, opts.parse, stats, sums)
+        with gcpause.paused():
+            fmt.sum_blocks(lists, src.path, opts.parse, stats, sums)
         return SAMPLES, sums
     blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in lists)
     return _route(fmt.parse_blocks(blocks, src.path, opts.parse, stats), mode)
