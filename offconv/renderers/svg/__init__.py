@@ -94,23 +94,20 @@ class _Labels:
     names)."""
 
     def __init__(self, naming: NamingOptions):
-        self.namer = Namer(naming)
         self.flags: dict = {}
         self._seen: set = set()
+        self.namer = Namer(naming, on_new=self._note)
+        self.stack = self.namer.stack
 
-    def stack(self, stack: tuple) -> tuple:
-        names = self.namer.stack(stack)
-        seen, flags = self._seen, self.flags
-        if seen.issuperset(stack):  # the common case, in one C call
-            return names
-        for f, name in zip(stack, names):
-            if f not in seen:
-                seen.add(f)
-                family, bits = frame_flags(f)
-                if family or bits:
-                    old = flags.get(name, (0, 0))
-                    flags[name] = (old[0] | family, old[1] | bits)
-        return names
+    def _note(self, frame, name: str) -> None:
+        """A frame named for the first time: its bits go to the name it has there."""
+        if frame in self._seen:  # named before, in a java thread or outside one
+            return
+        self._seen.add(frame)
+        family, bits = frame_flags(frame)
+        if family or bits:
+            old = self.flags.get(name, (0, 0))
+            self.flags[name] = (old[0] | family, old[1] | bits)
 
     def merge(self, samples: dict) -> dict:
         return merge_by(samples, self.stack)
