@@ -94,9 +94,12 @@ def merge_by(samples: dict, key) -> dict:
     """stack of frames -> weight  =>  key(stack) -> summed weight: stacks that display the
     same (e.g. two threads of one comm without --tid) merge. ``key`` is a Namer's
     ``stack`` (a tuple of names) or ``folded`` (the folded text)."""
-    out: dict = {}
+    keys = list(map(key, samples))
+    out = dict(zip(keys, samples.values()))
+    if len(out) == len(keys):  # every stack displays differently: nothing to add up
+        return out
+    out = {}
     get = out.get
-    for stack, w in samples.items():
-        k = key(stack)
+    for k, w in zip(keys, samples.values()):
         out[k] = get(k, 0) + w
     return out

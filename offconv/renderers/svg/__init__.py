@@ -79,23 +79,31 @@ def render(profile: Profile, out: TextIO, opts: Options) -> None:
         raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
     timemax = max(total, flame.total or 0)
     min_value = prune_threshold(flame.minwidth, style.width, timemax)
-    labels = _Labels(opts.naming if isinstance(opts, Options) else NamingOptions())
+    naming = opts.naming if isinstance(opts, Options) else NamingOptions()
     with _gc_paused():
-        if flame.flamechart and profile.sequence is not None and profile.before is None:
-            rows = [(labels.stack(s), w) for s, w in profile.sequence]  # interval data in time order
-        else:
-            rows = labels.merge(profile.samples)
-        before = labels.merge(profile.before) if profile.before is not None else None
-        lay = layout(rows, before, reverse=flame.reverse, flamechart=flame.flamechart,
-                     min_value=min_value, total=flame.total, flags=labels.flags)
-        write_svg(out, lay, style, differential=profile.before is not None)
+        _draw(profile, out, flame, style, naming, min_value)
+
+
+def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, naming: NamingOptions,
+          min_value: float) -> None:
+    labels = _Labels(naming)
+    if flame.flamechart and profile.sequence is not None and profile.before is None:
+        rows = [(labels.stack(s), w) for s, w in profile.sequence]  # interval data in time order
+    else:
+        rows = labels.merge(profile.samples)
+    before = labels.merge(profile.before) if profile.before is not None else None
+    lay = layout(rows, before, reverse=flame.reverse, flamechart=flame.flamechart,
+                 min_value=min_value, total=flame.total, flags=labels.flags)
+    write_svg(out, lay, style, differential=profile.before is not None)
 
 
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """No cyclic garbage collection while drawing. The drawing makes a tuple per stack and
     per frame, none of them in a cycle, so a collection frees nothing; but every full one
-    walks each stack of the profile again (tens of milliseconds each on 68k stacks)."""
+    walks each stack of the profile again (tens of milliseconds each on 68k stacks). What
+    the drawing made is freed (by reference counting, as ``_draw`` returns) before the
+    collector is back, so it does not walk that either."""
     if not gc.isenabled():
         yield
         return
