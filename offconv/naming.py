@@ -47,32 +47,42 @@ def frame_label(frame: Frame, opts: NamingOptions, java: bool = False) -> str:
 
 
 class Namer:
-    """frame_label with caches (a few thousand frames repeat millions of times)."""
+    """frame_label with caches (a few thousand frames repeat millions of times).
+    ``on_new(frame, label)``, if given, is told of each frame the first time it is named
+    in a java or a non-java thread."""
 
-    def __init__(self, opts: NamingOptions):
+    def __init__(self, opts: NamingOptions, on_new=None):
         self.opts = opts
-        self._caches: tuple = ({}, {})  # frame -> label, outside and inside a java thread
+        # frame -> label, outside and inside a java thread
+        self._caches = (_LabelCache(opts, False, on_new), _LabelCache(opts, True, on_new))
+        self._lookups = tuple(c.__getitem__ for c in self._caches)
 
     def label(self, frame: Frame, java: bool = False) -> str:
-        cache = self._caches[java]
-        s = cache.get(frame)
-        if s is None:
-            s = cache[frame] = frame_label(frame, self.opts, java)
-        return s
+        return self._caches[java][frame]
 
     def stack(self, stack: tuple) -> tuple:
         """Display names of a stack, root first."""
         java = bool(stack) and _is_java(stack[0])
-        cache = self._caches[java]
-        out = tuple(map(cache.get, stack))  # one C loop when every frame is known
-        if None in out:
-            opts = self.opts
-            out = tuple([cache[f] if f in cache else cache.setdefault(f, frame_label(f, opts, java))
-                         for f in stack])
-        return out
+        return tuple(map(self._lookups[java], stack))  # one C loop; a miss labels the frame
 
     def folded(self, stack: tuple) -> str:
         return ";".join(self.stack(stack))
+
+
+class _LabelCache(dict):
+    """frame -> frame_label, filled on the first lookup of each frame."""
+
+    __slots__ = ("opts", "java", "on_new")
+
+    def __init__(self, opts: NamingOptions, java: bool, on_new):
+        super().__init__()
+        self.opts, self.java, self.on_new = opts, java, on_new
+
+    def __missing__(self, frame: Frame) -> str:
+        label = self[frame] = frame_label(frame, self.opts, self.java)
+        if self.on_new is not None:
+            self.on_new(frame, label)
+        return label
 
 
 def _is_java(root: Frame) -> bool:
@@ -84,9 +94,12 @@ def merge_by(samples: dict, key) -> dict:
     """stack of frames -> weight  =>  key(stack) -> summed weight: stacks that display the
     same (e.g. two threads of one comm without --tid) merge. ``key`` is a Namer's
     ``stack`` (a tuple of names) or ``folded`` (the folded text)."""
-    out: dict = {}
+    keys = list(map(key, samples))
+    out = dict(zip(keys, samples.values()))
+    if len(out) == len(keys):  # every stack displays differently: nothing to add up
+        return out
+    out = {}
     get = out.get
-    for stack, w in samples.items():
-        k = key(stack)
+    for k, w in zip(keys, samples.values()):
         out[k] = get(k, 0) + w
     return out

@@ -57,30 +57,36 @@ DIALECT_LINES = 200
 _ANNOTATED = re.compile(r"_\[[kjiw]\](?:;|$)")
 
 
-def frame(text: str, cache: dict) -> Frame:
-    f = cache.get(text)
-    if f is None:
+class _PlainFrames(dict):
+    """frame text -> Frame of a plain folded line, made on the first lookup: the kind from
+    stackcollapse's annotation, if the text carries one."""
+
+    def __missing__(self, text: str) -> Frame:
         kind = USER
         if text.endswith("]"):
             for suffix, k in _KINDS:
                 if text.endswith(suffix):
                     kind = k
                     break
-        f = cache[text] = Frame(text, "", kind)
-    return f
+        f = self[text] = Frame(text, "", kind)
+        return f
 
 
 def _number(text: str):
     return float(text) if "." in text else int(text)
 
 
+def _is_count(text: str) -> bool:
+    return text.isdecimal() or _COUNT.match(text) is not None  # the common case without the regex
+
+
 def split_line(line: str):
     """(frames_text, count_text, before_text|None) or None."""
     head, sep, last = line.rpartition(" ")
-    if not sep or not _COUNT.match(last):
+    if not sep or not _is_count(last):
         return None
     head2, sep2, mid = head.rpartition(" ")
-    if sep2 and _COUNT.match(mid) and head2:
+    if sep2 and head2 and _is_count(mid):
         return head2, last, mid
     if not head:
         return None
@@ -205,10 +211,10 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
     which = dialect(line for _, line in head if line and not line.startswith("#"))
     unit, kind = _unit_kind(which, opts)
     cache: dict = {}
-    cache_get = cache.get
+    plain = _PlainFrames().__getitem__
     for lineno, line in chain(head, lines):
         line = line.rstrip()
-        if not line or line.startswith("#"):
+        if not line or line[0] == "#":
             continue
         parts = split_line(line)
         if parts is None:
@@ -221,12 +227,10 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
             got = f"no count after the stack" if last == line else f"'{last[:40]}' as the count"
             raise ParseError(path, lineno, EXPECTED, got=got, line=line)
         frames, count, before = parts
-        before = _number(before) if before is not None else None
+        if before is not None:
+            before = _number(before)
         if which == PLAIN:
-            names = frames.split(";")
-            stack = tuple(map(cache_get, names))  # one C loop when every frame is known
-            if None in stack:
-                stack = tuple([frame(f, cache) for f in names])
+            stack = tuple(map(plain, frames.split(";")))  # one C loop; a new text makes its Frame
             yield Sample(stack, _number(count), unit, None, None, None, "", kind, before, lineno)
         else:
             task, stack = bcc_stack(frames.split(";"), which, cache)

@@ -6,7 +6,9 @@ None are chosen from the profile (see ``resolve_style``).
 """
 from __future__ import annotations
 
-from typing import TextIO
+import gc
+from contextlib import contextmanager
+from typing import Iterator, TextIO
 
 from ...errors import OffconvError
 from ...format_types import OutputFormat
@@ -77,7 +79,14 @@ def render(profile: Profile, out: TextIO, opts: Options) -> None:
         raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
     timemax = max(total, flame.total or 0)
     min_value = prune_threshold(flame.minwidth, style.width, timemax)
-    labels = _Labels(opts.naming if isinstance(opts, Options) else NamingOptions())
+    naming = opts.naming if isinstance(opts, Options) else NamingOptions()
+    with _gc_paused():
+        _draw(profile, out, flame, style, naming, min_value)
+
+
+def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, naming: NamingOptions,
+          min_value: float) -> None:
+    labels = _Labels(naming)
     if flame.flamechart and profile.sequence is not None and profile.before is None:
         rows = [(labels.stack(s), w) for s, w in profile.sequence]  # interval data in time order
     else:
@@ -88,29 +97,43 @@ def render(profile: Profile, out: TextIO, opts: Options) -> None:
     write_svg(out, lay, style, differential=profile.before is not None)
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while drawing. The drawing makes a tuple per stack and
+    per frame, none of them in a cycle, so a collection frees nothing; but every full one
+    walks each stack of the profile again (tens of milliseconds each on 68k stacks). What
+    the drawing made is freed (by reference counting, as ``_draw`` returns) before the
+    collector is back, so it does not walk that either."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 class _Labels:
     """Display names of the profile's frames (offconv.naming) and, per name, the family
     and kind bits the layout and palette read (from the frames' kinds, never from the
     names)."""
 
     def __init__(self, naming: NamingOptions):
-        self.namer = Namer(naming)
         self.flags: dict = {}
         self._seen: set = set()
+        self.namer = Namer(naming, on_new=self._note)
+        self.stack = self.namer.stack
 
-    def stack(self, stack: tuple) -> tuple:
-        names = self.namer.stack(stack)
-        seen, flags = self._seen, self.flags
-        if seen.issuperset(stack):  # the common case, in one C call
-            return names
-        for f, name in zip(stack, names):
-            if f not in seen:
-                seen.add(f)
-                family, bits = frame_flags(f)
-                if family or bits:
-                    old = flags.get(name, (0, 0))
-                    flags[name] = (old[0] | family, old[1] | bits)
-        return names
+    def _note(self, frame, name: str) -> None:
+        """A frame named for the first time: its bits go to the name it has there."""
+        if frame in self._seen:  # named before, in a java thread or outside one
+            return
+        self._seen.add(frame)
+        family, bits = frame_flags(frame)
+        if family or bits:
+            old = self.flags.get(name, (0, 0))
+            self.flags[name] = (old[0] | family, old[1] | bits)
 
     def merge(self, samples: dict) -> dict:
         return merge_by(samples, self.stack)
