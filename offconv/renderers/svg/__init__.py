@@ -6,10 +6,9 @@ None are chosen from the profile (see ``resolve_style``).
 """
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-from typing import Iterator, TextIO
+from typing import TextIO
 
+from ... import gcpause
 from ...errors import OffconvError
 from ...format_types import OutputFormat
 from ...model import OFFCPU_MODES, Profile
@@ -80,7 +79,7 @@ def render(profile: Profile, out: TextIO, opts: Options) -> None:
     timemax = max(total, flame.total or 0)
     min_value = prune_threshold(flame.minwidth, style.width, timemax)
     naming = opts.naming if isinstance(opts, Options) else NamingOptions()
-    with _gc_paused():
+    with gcpause.paused():  # what the drawing makes is freed as _draw returns
         _draw(profile, out, flame, style, naming, min_value)
 
 
@@ -95,23 +94,6 @@ def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, nami
     lay = layout(rows, before, reverse=flame.reverse, flamechart=flame.flamechart,
                  min_value=min_value, total=flame.total, flags=labels.flags)
     write_svg(out, lay, style, differential=profile.before is not None)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while drawing. The drawing makes a tuple per stack and
-    per frame, none of them in a cycle, so a collection frees nothing; but every full one
-    walks each stack of the profile again (tens of milliseconds each on 68k stacks). What
-    the drawing made is freed (by reference counting, as ``_draw`` returns) before the
-    collector is back, so it does not walk that either."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class _Labels:
