@@ -19,7 +19,8 @@ class InputFormat:
     ``sum_blocks(block_lists, path, opts, stats, sums)`` (Source.block_lists(), an
     aggregate.Sums) sums the samples of an input already known to take the samples route
     without a record per event, with the same result as parse_blocks into
-    Sums.add_records. A binary
+    Sums.add_records; ``sum_lines(lines, path, opts, stats, sums)`` the same from
+    Source.lines(), for a format whose records always take the samples route. A binary
     format has ``magic`` (its first bytes) and ``convert(path) -> (binary stream, finish)``
     producing the text of another format (perf.data -> perf script text), which is then
     detected like any input."""
@@ -30,6 +31,7 @@ class InputFormat:
     parse: Optional[Callable] = None
     parse_blocks: Optional[Callable] = None
     sum_blocks: Optional[Callable] = None
+    sum_lines: Optional[Callable] = None
     magic: Optional[bytes] = None
     convert: Optional[Callable] = None
     notes: Optional[Callable] = None            # notes(head) -> [sentences]: fields it lacks

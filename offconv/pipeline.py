@@ -123,6 +123,10 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
                 continue
         if fmt.parse_blocks is not None:
             route, records = _summed_or_routed(src, fmt, opts, stats, agg.mode)
+        elif fmt.sum_lines is not None and agg.mode in ("auto", ONCPU):
+            route, records = SAMPLES, Sums(opts.parse)   # its records are all Samples
+            with gcpause.paused():
+                fmt.sum_lines(src.lines(), path, opts.parse, stats, records)
         else:
             route, records = _route(fmt.parse(src.lines(), path, opts.parse, stats), agg.mode)
         routes.add(route)

@@ -249,3 +249,55 @@ def test_plain_frame_fast_path_equals_the_general_parse():
         assert perf_script.parse_frame(line, False, dm) == perf_script._parse_frame(line, False, dm), line
         fast += perf_script._PLAIN_FRAME.match(line) is not None
     assert fast > 5000  # the fast path is taken, not only the general one
+
+
+# -- folded.sum_lines against folded.parse into records ------------------------------------
+
+from offconv.parsers import folded  # noqa: E402
+
+
+def folded_both(text: str, opts: ParseOptions, path="in.folded"):
+    lines = list(enumerate(text.split("\n"), 1))
+
+    def records():
+        stats, sums = {}, Sums(opts)
+        sums.add_records(folded.parse(iter(lines), path, opts, stats))
+        return state(sums, stats) + (sums.before and list(sums.before.items()),)
+
+    def summed():
+        stats, sums = {}, Sums(opts)
+        folded.sum_lines(iter(lines), path, opts, stats, sums)
+        return state(sums, stats) + (sums.before and list(sums.before.items()),)
+
+    return outcome(records), outcome(summed)
+
+
+FOLDED = sorted(p for p in FIX.rglob("*.folded") if p.is_file())
+
+
+@pytest.mark.parametrize("path", FOLDED, ids=lambda p: str(p.relative_to(FIX)))
+def test_folded_fixtures_same_as_records(path):
+    text = path.read_text(errors="replace")
+    for opts in (ParseOptions(), ParseOptions(lenient=True), ParseOptions(unit="us")):
+        records, summed = folded_both(text, opts, str(path))
+        assert summed == records
+
+
+@st.composite
+def folded_text(draw):
+    names = ["a", "b", "c_[k]", "d_[j]", "-", "--", "", "[Missed User Stack]", "x y"]
+    out = []
+    for _ in range(draw(st.integers(1, 20))):
+        kind = draw(st.sampled_from(["line", "line", "line", "diff", "comment", "blank", "bad"]))
+        stack = ";".join(draw(st.lists(st.sampled_from(names), min_size=1, max_size=4)))
+        n = draw(st.sampled_from(["1", "2", "0", "1.5", "7"]))
+        out.append({"line": f"{stack} {n}", "diff": f"{stack} {n} 3", "comment": "# c",
+                    "blank": "", "bad": f"{stack} x"}[kind])
+    return "\n".join(out) + "\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=folded_text(), opts=st.sampled_from([ParseOptions(), ParseOptions(lenient=True)]))
+def test_folded_random_same_as_records(text, opts):
+    records, summed = folded_both(text, opts)
+    assert summed == records

@@ -218,14 +218,8 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
             continue
         parts = split_line(line)
         if parts is None:
-            if opts.lenient:
-                if stats is not None:
-                    stats["skipped_lines"] = stats.get("skipped_lines", 0) + 1
-                    stats.setdefault("first_skipped", f"{path}:{lineno}")
-                continue
-            last = line.rpartition(" ")[2]
-            got = f"no count after the stack" if last == line else f"'{last[:40]}' as the count"
-            raise ParseError(path, lineno, EXPECTED, got=got, line=line)
+            _bad_line(path, lineno, line, opts, stats)
+            continue
         frames, count, before = parts
         if before is not None:
             before = _number(before)
@@ -235,6 +229,69 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         else:
             task, stack = bcc_stack(frames.split(";"), which, cache)
             yield Sample(stack, _number(count), unit, task, None, None, "", kind, before, lineno)
+
+
+def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
+              stats: Optional[dict], sums) -> None:
+    """parse into ``sums`` (an aggregate.Sums) without a Sample per line: a plain folded
+    file's lines are summed straight into ``sums.counts`` (they have no thread and no
+    event); the bcc dialects go through parse."""
+    lines = iter(lines)
+    head = list(islice(lines, DIALECT_LINES))
+    which = dialect(line for _, line in head if line and not line.startswith("#"))
+    if which != PLAIN:
+        sums.add_records(parse(chain(head, lines), path, opts, stats))
+        return
+    unit, kind = _unit_kind(which, opts)
+    plain = _PlainFrames().__getitem__
+    counts = sums.counts
+    add = counts.setdefault
+    before_counts = sums.before
+    first = True
+    for lineno, line in chain(head, lines):
+        if not line or line[0] == "#":
+            continue
+        frames, _, count = line.rpartition(" ")
+        if count.isdecimal() and frames and " " not in frames:  # the usual 'frames count'
+            w = int(count)
+            before = None
+        else:
+            line = line.rstrip()
+            if not line or line[0] == "#":
+                continue
+            parts = split_line(line)
+            if parts is None:
+                _bad_line(path, lineno, line, opts, stats)
+                continue
+            frames, count, before = parts
+            w = _number(count)
+        stack = tuple(map(plain, frames.split(";")))
+        if first:
+            first = False
+            sums.accepts("", 1, unit, kind)
+        n = len(counts)
+        had = add(stack, w)  # one hash of the stack when it is new (a folded file's lines are)
+        if len(counts) == n:
+            counts[stack] = had + w
+        if w != 1:
+            sums.weighted = True
+        if before is not None:
+            if before_counts is None:
+                before_counts = sums.before = {}
+            before_counts[stack] = before_counts.get(stack, 0) + _number(before)
+
+
+def _bad_line(path: str, lineno: int, line: str, opts: ParseOptions, stats: Optional[dict]) -> None:
+    """A line that is not 'frames count': skipped and counted with --lenient, else the
+    one-line error."""
+    if opts.lenient:
+        if stats is not None:
+            stats["skipped_lines"] = stats.get("skipped_lines", 0) + 1
+            stats.setdefault("first_skipped", f"{path}:{lineno}")
+        return
+    last = line.rpartition(" ")[2]
+    got = "no count after the stack" if last == line else f"'{last[:40]}' as the count"
+    raise ParseError(path, lineno, EXPECTED, got=got, line=line)
 
 
 def sniff(head: list[str]) -> str:
@@ -258,6 +315,6 @@ def sniff(head: list[str]) -> str:
     return YES if seen > 2 * bad else (MAYBE if seen > bad else NO)
 
 
-FORMAT = InputFormat(name="folded", sniff=sniff, parse=parse,
+FORMAT = InputFormat(name="folded", sniff=sniff, parse=parse, sum_lines=sum_lines,
                      description="folded stacks (stackcollapse, inferno, bcc offcputime/"
                                  "offwaketime/wakeuptime -f)")

@@ -606,7 +606,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     ts_search = _TS.search
     hex_digits = _HEX_DIGITS
     counts = sums.counts
-    counts_get = counts.get
+    add = counts.setdefault
 
     def flush():
         accepted: dict = {}  # entry -> counted (Sums.accepts, asked in input order)
@@ -634,7 +634,10 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                 else:
                     stack = g
             key = (tf,) + stack
-            counts[key] = counts_get(key, 0) + n * period
+            m = len(counts)
+            had = add(key, n * period)  # one hash of the key when it is new
+            if len(counts) == m:
+                counts[key] = had + n * period
         raw.clear()
 
     slow = fast = 0
