@@ -78,6 +78,7 @@ class _Builder:
         self.ns: dict = {}
         self.keep_cache: dict = {}
         self.frames_cache: dict = {}
+        self.keys: dict = {}         # ids of (thread frame, frames) -> (thread frame,) + frames
         self.threads: dict = {}
         self.pid_from_tid = False
         self.final_comm: dict = {}   # tid -> the thread's last name (--comm matches it)
@@ -140,6 +141,8 @@ class _Builder:
         if o.kernel_stacks_only:
             user = ()
         got = user + ((DELIMITER,) if o.delimited and user and kernel else ()) + kernel
+        if got == stack:
+            got = stack                  # one tuple per stack, not two equal ones
         self.frames_cache[stack] = got
         return got
 
@@ -186,11 +189,18 @@ class _Builder:
         total = b_ns + r_ns
         thread = self.thread(p.task)
         frames = self.frames(p.stack)
+        # the thread's stack: one tuple per (thread, stack), shared by the analysis and the
+        # profile's keys (a new tuple per period would be kept once per dict that holds it).
+        # Both parts come from caches that live as long as the builder: their ids are keys
+        ids = (id(thread), id(frames))
+        key = self.keys.get(ids)
+        if key is None:
+            key = self.keys[ids] = (thread,) + frames
         in_span = self._in_range(total)
         if in_span and self.analyse:
             pid = p.task.pid
             process = p.task.comm.replace(" ", "_") if pid is None else f"pid {pid}"
-            self.analysis.add_period(p, (thread,) + frames, process)
+            self.analysis.add_period(p, key, process)
         mode = self.mode
         if mode == OFFCPU:
             if not in_span:
@@ -202,12 +212,12 @@ class _Builder:
                     self._start = p.runq_start_ns
                     self._add((thread, runq_frame(p)) + frames, r_ns)
             else:
-                self._add((thread,) + frames, total)
+                self._add(key, total)
         elif mode == BLOCKED and blocked and self._in_range(b_ns):
-            self._add((thread,) + frames, b_ns)
+            self._add(key, b_ns)
         elif mode == RUNQ and runq and self._in_range(r_ns):
             self._start = p.runq_start_ns
-            self._add((thread,) + frames, r_ns)
+            self._add(key, r_ns)
         elif mode == WAKEUP and blocked and p.waker is not None and self._in_range(b_ns):
             waker = self.frames(p.waker_stack)[::-1]
             self._add((thread,) + frames + (WAKER_DELIMITER,) + waker
@@ -225,8 +235,8 @@ class _Builder:
         prof = Profile(unit="us", mode=self.mode, samples=samples, analysis=an,
                        dropped=dict(sorted(an.dropped.items())))
         prof.histograms = [
-            Histogram("blocked_us", (), "us", log2_buckets(an.durations("blocked")), BLOCKED),
-            Histogram("runq_us", (), "us", log2_buckets(an.durations("runq")), RUNQ),
+            Histogram("blocked_us", (), "us", log2_buckets(an.runs("blocked")), BLOCKED),
+            Histogram("runq_us", (), "us", log2_buckets(an.runs("runq")), RUNQ),
         ]
         prof.warnings = self.warnings()
         if self.timeline is not None:
