@@ -74,8 +74,10 @@ class Analysis:
     """What the off-CPU path saw, in ns: filled by offcpu.build_profile."""
 
     threads: dict = field(default_factory=dict)        # tid (or (0, cpu)) -> ThreadTotals
-    stacks: dict = field(default_factory=dict)         # kind -> {stack: ns}
-    by_process: dict = field(default_factory=dict)     # process name -> {stack: ns}
+    # kind -> {(thread frame, frames): ns}: the stack (thread frame,) + frames, with the
+    # frames tuple shared by the threads that have that stack
+    stacks: dict = field(default_factory=dict)
+    by_process: dict = field(default_factory=dict)     # process name -> {(thread, frames): ns}
     dropped: dict = field(default_factory=dict)
     first_ns: Optional[int] = None
     last_ns: Optional[int] = None
@@ -273,11 +275,21 @@ def _thread_row(t: ThreadTotals, measured: bool = True) -> dict:
             "blocked_by_state_us": {s: ns_to_us(ns) for s, ns in sorted(t.by_state.items())}}
 
 
+def stack_of(key: tuple) -> tuple:
+    """The stack of a key of ``Analysis.stacks``: (thread frame, frames) -> (thread frame,)
+    + frames; a key that is a stack already (a tuple of Frames) is itself."""
+    if len(key) == 2 and key[1].__class__ is tuple:
+        return (key[0],) + key[1]
+    return key
+
+
 def _top(stacks: dict, n: int, label) -> list:
-    """The n heaviest stacks that round to at least 1 µs; a stack of the thread frame alone
-    says so (``comm;[no call chain]``) instead of a bare thread name."""
-    items = sorted(((label(k) + (";[no call chain]" if len(k) == 1 else ""), ns)
-                    for k, ns in stacks.items() if ns_to_us(ns)), key=lambda kv: (-kv[1], kv[0]))
+    """The n heaviest stacks that round to at least 1 µs (keys: (thread frame, frames)); a
+    stack of the thread frame alone says so (``comm;[no call chain]``) instead of a bare
+    thread name."""
+    items = sorted(((label(s) + (";[no call chain]" if len(s) == 1 else ""), ns)
+                    for s, ns in ((stack_of(k), ns) for k, ns in stacks.items()) if ns_to_us(ns)),
+                   key=lambda kv: (-kv[1], kv[0]))
     return [(s, ns_to_us(ns)) for s, ns in items[:n]]
 
 
