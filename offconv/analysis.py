@@ -14,7 +14,7 @@ from itertools import chain
 from typing import Optional
 
 from .causes import IDLE_CAUSES, PEER_CAUSES, Classifier
-from .latency import latency_stats
+from .latency import Runs, latency_stats
 from .options import ReportOptions
 from .units import ns_to_us
 
@@ -74,8 +74,10 @@ class Analysis:
     """What the off-CPU path saw, in ns: filled by offcpu.build_profile."""
 
     threads: dict = field(default_factory=dict)        # tid (or (0, cpu)) -> ThreadTotals
-    stacks: dict = field(default_factory=dict)         # kind -> {stack: ns}
-    by_process: dict = field(default_factory=dict)     # process name -> {stack: ns}
+    # kind -> {(thread frame, frames): ns}: the stack (thread frame,) + frames, with the
+    # frames tuple shared by the threads that have that stack
+    stacks: dict = field(default_factory=dict)
+    by_process: dict = field(default_factory=dict)     # process name -> {(thread, frames): ns}
     dropped: dict = field(default_factory=dict)
     first_ns: Optional[int] = None
     last_ns: Optional[int] = None
@@ -90,6 +92,7 @@ class Analysis:
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
     seen_tids: set = field(default_factory=set)      # every tid the inputs switched out
+    _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, Runs)
 
     def thread(self, task) -> ThreadTotals:
         key = task.tid
@@ -234,6 +237,19 @@ class Analysis:
         if l is not None and (self.last_ns is None or l > self.last_ns):
             self.last_ns = l
 
+    def runs(self, kind: str) -> Runs:
+        """The durations of ``kind`` ("blocked", "runq") of every thread as a ``Runs``
+        (sorted copies, 8 bytes a value; kept until another period is added)."""
+        periods = sum(tt.periods for tt in self.threads.values())
+        got = self._runs.get(kind)
+        if got is None or got[0] != periods:
+            if kind == "blocked":
+                seqs = [arr for tt in self.threads.values() for arr in tt.cause_durations.values()]
+            else:
+                seqs = [arr for tt in self.threads.values() for arr in (tt.runq_cont, tt.runq_idle)]
+            got = self._runs[kind] = (periods, Runs(seqs))
+        return got[1]
+
     def durations(self, kind: str):
         out = array("q")
         for tt in self.threads.values():
@@ -259,11 +275,21 @@ def _thread_row(t: ThreadTotals, measured: bool = True) -> dict:
             "blocked_by_state_us": {s: ns_to_us(ns) for s, ns in sorted(t.by_state.items())}}
 
 
+def stack_of(key: tuple) -> tuple:
+    """The stack of a key of ``Analysis.stacks``: (thread frame, frames) -> (thread frame,)
+    + frames; a key that is a stack already (a tuple of Frames) is itself."""
+    if len(key) == 2 and key[1].__class__ is tuple:
+        return (key[0],) + key[1]
+    return key
+
+
 def _top(stacks: dict, n: int, label) -> list:
-    """The n heaviest stacks that round to at least 1 µs; a stack of the thread frame alone
-    says so (``comm;[no call chain]``) instead of a bare thread name."""
-    items = sorted(((label(k) + (";[no call chain]" if len(k) == 1 else ""), ns)
-                    for k, ns in stacks.items() if ns_to_us(ns)), key=lambda kv: (-kv[1], kv[0]))
+    """The n heaviest stacks that round to at least 1 µs (keys: (thread frame, frames)); a
+    stack of the thread frame alone says so (``comm;[no call chain]``) instead of a bare
+    thread name."""
+    items = sorted(((label(s) + (";[no call chain]" if len(s) == 1 else ""), ns)
+                    for s, ns in ((stack_of(k), ns) for k, ns in stacks.items()) if ns_to_us(ns)),
+                   key=lambda kv: (-kv[1], kv[0]))
     return [(s, ns_to_us(ns)) for s, ns in items[:n]]
 
 
@@ -291,8 +317,8 @@ def summarize(profile, ropts: ReportOptions, label) -> dict:
         "totals": totals,
         "span_us": ns_to_us(an.span_ns),
         "threads": [_thread_row(t, measured) for t in threads],
-        "latency": {"blocked": latency_stats(an.durations("blocked")),
-                    "runq": latency_stats(an.durations("runq"))},
+        "latency": {"blocked": latency_stats(an.runs("blocked")),
+                    "runq": latency_stats(an.runs("runq"))},
         "histograms": {"blocked_us": hists.get("blocked_us", []),
                        "runq_us": hists.get("runq_us", [])},
         "causes": [{"cause": c, "blocked_us": ns_to_us(ns), "idle": c in IDLE_CAUSES}
@@ -338,7 +364,7 @@ def report_data(profile, opts=None) -> dict:
         data = summarize(profile, ropts, Namer(naming).folded)
         from .histograms import histogram_rows, shape_of_durations
         an = profile.analysis
-        data["shape"] = {k: shape_of_durations(an.durations(k)) for k in ("blocked", "runq")}
+        data["shape"] = {k: shape_of_durations(an.runs(k)) for k in ("blocked", "runq")}
         data["histogram_details"] = histogram_rows(profile.histograms)
     data["mode"] = profile.mode
     data["warnings"] = list(profile.warnings)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from .errors import OffconvError
-from .latency import log2_buckets, percentile
+from .latency import Runs, log2_buckets, percentile
 from .model import BLOCKED, RUNQ, Histogram
 from .options import ReportOptions
 from .units import human_us, ns_to_us
@@ -227,9 +227,10 @@ def shape(buckets, unit: str = "us", p99_us: Optional[float] = None) -> dict:
 
 def shape_of_durations(durations_ns) -> dict:
     """The same reading for exact durations (perf sched intervals): log2 µs buckets for
-    the modes, the exact nearest-rank p99 for the tail."""
-    values = sorted(durations_ns)
-    if not values:
+    the modes, the exact nearest-rank p99 for the tail. ``durations_ns``: any order, or
+    a ``latency.Runs``."""
+    values = durations_ns if isinstance(durations_ns, Runs) else Runs((durations_ns,))
+    if not len(values):
         return shape((), "us")
     p99 = ns_to_us(percentile(values, 99))
     return shape(log2_buckets(values), "us", p99_us=p99)

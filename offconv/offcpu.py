@@ -140,6 +140,8 @@ class _Builder:
         if o.kernel_stacks_only:
             user = ()
         got = user + ((DELIMITER,) if o.delimited and user and kernel else ()) + kernel
+        if got == stack:
+            got = stack                  # one tuple per stack, not two equal ones
         self.frames_cache[stack] = got
         return got
 
@@ -150,10 +152,13 @@ class _Builder:
         return f
 
     def _add(self, key: tuple, ns: int) -> None:
+        """``key``: (thread frame, frames) or (thread frame, state frame, frames), the
+        stack ``stack_of(key)`` without a tuple of its own per (thread, stack)."""
         self.ns[key] = self.ns.get(key, 0) + ns
         if self.timeline is not None:
-            self.timeline.append((self._start, key, ns))
-            self.periods.append((key[0].task, self._start, self._start + ns, key))
+            stack = stack_of(key)
+            self.timeline.append((self._start, stack, ns))
+            self.periods.append((key[0].task, self._start, self._start + ns, stack))
 
     # -- the record stream ----------------------------------------------------------
     def feed(self, rec) -> None:
@@ -186,32 +191,35 @@ class _Builder:
         total = b_ns + r_ns
         thread = self.thread(p.task)
         frames = self.frames(p.stack)
+        # (thread, frames) stands for the stack (thread,) + frames: the frames tuple (one per
+        # distinct stack, from frames_cache) is shared by every thread that has that stack
+        key = (thread, frames)
         in_span = self._in_range(total)
         if in_span and self.analyse:
             pid = p.task.pid
             process = p.task.comm.replace(" ", "_") if pid is None else f"pid {pid}"
-            self.analysis.add_period(p, (thread,) + frames, process)
+            self.analysis.add_period(p, key, process)
         mode = self.mode
         if mode == OFFCPU:
             if not in_span:
                 return
             if self.split:
                 if blocked:
-                    self._add((thread, blocked_frame(p.state)) + frames, b_ns)
+                    self._add((thread, blocked_frame(p.state), frames), b_ns)
                 if runq:
                     self._start = p.runq_start_ns
-                    self._add((thread, runq_frame(p)) + frames, r_ns)
+                    self._add((thread, runq_frame(p), frames), r_ns)
             else:
-                self._add((thread,) + frames, total)
+                self._add(key, total)
         elif mode == BLOCKED and blocked and self._in_range(b_ns):
-            self._add((thread,) + frames, b_ns)
+            self._add(key, b_ns)
         elif mode == RUNQ and runq and self._in_range(r_ns):
             self._start = p.runq_start_ns
-            self._add((thread,) + frames, r_ns)
+            self._add(key, r_ns)
         elif mode == WAKEUP and blocked and p.waker is not None and self._in_range(b_ns):
             waker = self.frames(p.waker_stack)[::-1]
-            self._add((thread,) + frames + (WAKER_DELIMITER,) + waker
-                      + (self.thread(p.waker),), b_ns)
+            self._add((thread, frames + (WAKER_DELIMITER,) + waker + (self.thread(p.waker),)),
+                      b_ns)
 
     # -- the result -------------------------------------------------------------------
     def profile(self) -> Profile:
@@ -219,14 +227,14 @@ class _Builder:
         for key, ns in self.ns.items():
             us = ns_to_us(ns)
             if us:
-                samples[key] = us
+                samples[stack_of(key)] = us
         an = self.analysis
         an.finish()
         prof = Profile(unit="us", mode=self.mode, samples=samples, analysis=an,
                        dropped=dict(sorted(an.dropped.items())))
         prof.histograms = [
-            Histogram("blocked_us", (), "us", log2_buckets(an.durations("blocked")), BLOCKED),
-            Histogram("runq_us", (), "us", log2_buckets(an.durations("runq")), RUNQ),
+            Histogram("blocked_us", (), "us", log2_buckets(an.runs("blocked")), BLOCKED),
+            Histogram("runq_us", (), "us", log2_buckets(an.runs("runq")), RUNQ),
         ]
         prof.warnings = self.warnings()
         if self.timeline is not None:
@@ -275,6 +283,14 @@ class _Builder:
                 of = f" (in {threads} thread{'s' if threads != 1 else ''})" if threads else ""
                 out.append(f"{n} {one if n == 1 else many}{of} {'was' if n == 1 else 'were'} {text}")
         return out
+
+
+def stack_of(key: tuple) -> tuple:
+    """The stack a key of ``_Builder.ns`` stands for: (thread, frames) -> (thread,) +
+    frames; (thread, state, frames) -> (thread, state) + frames."""
+    if len(key) == 2:
+        return (key[0],) + key[1]
+    return (key[0], key[1]) + key[2]
 
 
 def time_order(timeline: list) -> list:

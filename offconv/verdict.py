@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .causes import IDLE_CAUSES
-from .latency import percentile
+from .latency import Runs, percentile
 from .options import ReportOptions
 from .units import human_us, ns_to_us, plural
 
@@ -211,8 +211,8 @@ def decide(an, ropts: ReportOptions) -> Decision:
                 unknown[c] = unknown.get(c, 0) + ns
     blocked_ns = sum(by_cause.values())
     blocked_share = blocked_ns / wall if wall else 0.0
-    blocked = sorted(d for t in ts for c, arr in t.cause_durations.items()
-                     if idle_counted or c not in IDLE_CAUSES for d in arr)
+    blocked = Runs(arr for t in ts for c, arr in t.cause_durations.items()
+                   if idle_counted or c not in IDLE_CAUSES)
     blocked_p99 = ns_to_us(percentile(blocked, 99) or 0)
     m = ropts.material_share
     blocked_long = blocked_share >= ropts.blocked_share_long or (
@@ -228,7 +228,7 @@ def decide(an, ropts: ReportOptions) -> Decision:
     else:
         cont = sum(t.runq_contention_ns for t in ts)
         runq_share = cont / wall if wall else 0.0
-        runq_p99 = ns_to_us(percentile(sorted(d for t in ts for d in t.runq_cont), 99) or 0)
+        runq_p99 = ns_to_us(percentile(Runs(t.runq_cont for t in ts), 99) or 0)
         runq_long = runq_share >= ropts.runq_share_long or (
             runq_p99 >= ropts.runq_p99_long_us and runq_share >= ropts.runq_share_long * m)
         runq_thread = max(ts, key=lambda t: (t.runq_contention_ns, -t.tid), default=None)
@@ -241,7 +241,7 @@ def decide(an, ropts: ReportOptions) -> Decision:
             return t.by_cause.get(cause, 0) + (t.unknown_by_cause.get(cause, 0) if uncertain else 0)
         cause_thread = max(ts, key=lambda t: (of(t), -t.tid))
         cause_share = of(cause_thread) / cause_thread.wall_ns if cause_thread.wall_ns else 0.0
-        arr = sorted(cause_thread.cause_durations.get(cause[0], ()))
+        arr = Runs((cause_thread.cause_durations.get(cause[0], ()),))
         cause_p99 = ns_to_us(percentile(arr, 99) or 0)
         wk = {w: ns for (c, w), ns in cause_thread.wakers.items() if c == cause}
         waker = max(sorted(wk), key=lambda w: wk[w]) if wk else None

@@ -460,7 +460,7 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
     names: dict = {}    # the line's text after the address -> frames (see _new_frame)
     stacks: dict = {}
     stacks_get = stacks.get
-    budget = 256 << 20  # characters of callchain text kept as cache keys
+    budget = 4 << 20  # characters of callchain text kept as cache keys
     heads: dict = {}  # header without its timestamp -> (header tuple, its Task)
     heads_get = heads.get
     ts_search = _TS.search
