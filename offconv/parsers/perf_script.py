@@ -602,7 +602,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     leaves: dict = {}      # leaf key -> frames
     raw: dict = {}         # (entry, leaf key, callers) -> events
     raw_get = raw.get
-    budget = 256 << 20     # characters of callers' text kept as cache keys
+    budget = 32 << 20  # characters of callers' text kept as cache keys
     ts_search = _TS.search
     hex_digits = _HEX_DIGITS
     counts = sums.counts
@@ -699,7 +699,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     flush()
 
 
-_RAW = 1 << 17  # distinct (header, leaf, callers) keys summed before they are resolved
+_RAW = 1 << 15  # distinct (header, leaf, callers) keys summed before they are resolved
 
 
 def _numbered(lists: Iterable[tuple[int, list]]) -> Iterator[tuple[int, str]]:
