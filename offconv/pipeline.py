@@ -45,7 +45,8 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
     if route == SAMPLES:
         sums = Sums(opts.parse)
         with gcpause.paused():
-            fmt.sum_blocks(lists, src.path, opts.parse, stats, sums)
+            fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
+                           streaming=src.binary_format is not None)
         return SAMPLES, sums
     blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in lists)
     return _route(fmt.parse_blocks(blocks, src.path, opts.parse, stats), mode)

@@ -64,7 +64,7 @@ def outcome(fn):
         return ("error", str(e))
 
 
-def both(lists, opts, path="in.txt"):
+def both(lists, opts, path="in.txt", streaming=False):
     def records():
         stats, sums = {}, Sums(opts)
         blocks = (b for n, ps in lists for b in numbered_blocks(n, ps))
@@ -73,7 +73,7 @@ def both(lists, opts, path="in.txt"):
 
     def summed():
         stats, sums = {}, Sums(opts)
-        perf_script.sum_blocks(iter(lists), path, opts, stats, sums)
+        perf_script.sum_blocks(iter(lists), path, opts, stats, sums, streaming=streaming)
         return state(sums, stats)
 
     return outcome(records), outcome(summed)
@@ -185,12 +185,12 @@ def perf_text(draw):
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=perf_text(), cuts=st.lists(st.integers(0, 12), max_size=3),
-       opts=st.sampled_from(OPTS), raw=st.sampled_from([1, 2, 1 << 17]))
-def test_random_inputs_same_as_records(text, cuts, opts, raw):
+       opts=st.sampled_from(OPTS), raw=st.sampled_from([1, 2, 1 << 17]), streaming=st.booleans())
+def test_random_inputs_same_as_records(text, cuts, opts, raw, streaming):
     old = perf_script._RAW
     perf_script._RAW = raw
     try:
-        records, summed = both(lists_of(text, cuts), opts)
+        records, summed = both(lists_of(text, cuts), opts, streaming=streaming)
     finally:
         perf_script._RAW = old
     assert summed == records

@@ -579,7 +579,7 @@ def _new_frame(line: str, addrs: bool, demangle: bool, frames: dict, names: dict
 
 
 def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
-               stats: Optional[dict], sums) -> None:
+               stats: Optional[dict], sums, streaming: bool = False) -> None:
     """parse_blocks into ``sums`` (an aggregate.Sums) without a record per event: the hot
     path of a collapse. An event is counted under (its header without the timestamp, its
     leaf line's key, its callers' text) -- strings sliced out of the block, hashed in C --
@@ -588,7 +588,10 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     (anything but a plain on-CPU sample with tab-indented frame lines), and at the end: in
     first-seen order, so the sums are the same, in the same order, as through records.
     The leaf (the sampled ip) differs from sample to sample in its address and its
-    ``+0x`` offset, which the frames do not depend on: its key leaves both out."""
+    ``+0x`` offset, which the frames do not depend on: its key leaves both out.
+    ``streaming``: the lists come from a pipe that is slower than this loop (perf script
+    converting perf.data): the keys are resolved after every list, while the pipe fills,
+    so that little is left to do when it ends."""
     if opts.addrs:  # the addresses are kept in the frames: no key can leave them out
         sums.add_records(parse_blocks(_numbered(lists), path, opts, stats))
         return
@@ -694,7 +697,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                     chain(numbered_blocks(cl, pieces[i:]), _numbered(lists)), path, opts, stats))
                 return
             sums.add_records(parse_blocks(numbered_blocks(cl, (block,)), path, opts, stats))
-        if len(raw) > _RAW:
+        if streaming or len(raw) > _RAW:
             flush()
     flush()
 
