@@ -225,12 +225,18 @@ def _text_chunks(stream, size: int = 1 << 20) -> Iterator[str]:
     """The input as decoded text in ~1 MiB chunks: UTF-8 (invalid bytes replaced), CRLF
     turned into LF. Reading big blocks is much faster than a text file's line iteration, and
     on a pipe one read waits for a full block instead of waking for every few kilobytes."""
-    decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decode = decoder.decode
     read = stream.read
     held_cr = False
+    pending = False  # the decoder holds the start of a character cut by the last read
     while True:
         data = read(size)
-        text = decode(data, not data)
+        if not pending and data.isascii():  # the usual chunk: no decoder state to keep
+            text = data.decode("ascii")
+        else:
+            text = decode(data, not data)
+            pending = bool(decoder.getstate()[0])
         if held_cr:
             text = "\r" + text
             held_cr = False
