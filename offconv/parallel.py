@@ -1,5 +1,5 @@
 """One on-CPU text input over two processes: the file is cut at an event boundary (a
-blank line) near its middle; this process parses and sums the first part while a forked
+blank line) at 55% of it; this process parses and sums the first part while a forked
 child does the same with the second; the child's sums are then added in, in the order the
 serial path would have met them (a dict keeps first-seen order), so every output is
 byte-identical to the serial path (tests/test_parallel.py checks it on every fixture).
@@ -22,6 +22,9 @@ from .source import Source
 
 MIN_BYTES = 16 << 20   # below this, forking costs more than it saves
 CUT_SEARCH = 1 << 20   # look this far past the middle for a blank line
+# the parent's share of the input: the child also pickles its sums and the parent unpickles
+# them, after its own share (0.1 s each way for 20k distinct stacks)
+FIRST_SHARE = 0.55
 
 
 def enabled() -> bool:
@@ -32,12 +35,13 @@ def cut_point(path: str, size: int) -> Optional[tuple[int, int]]:
     """(byte offset just after a blank line near the middle, number of the line that starts
     there), or None when there is none."""
     with open(path, "rb") as f:
-        f.seek(size // 2)
+        middle = int(size * FIRST_SHARE)
+        f.seek(middle)
         window = f.read(CUT_SEARCH)
         k = window.find(b"\n\n")
         if k < 0:
             return None
-        cut = size // 2 + k + 2
+        cut = middle + k + 2
         if cut >= size:
             return None
         f.seek(0)
