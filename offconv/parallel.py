@@ -31,29 +31,19 @@ def enabled() -> bool:
     return os.environ.get("OFFCONV_JOBS", "2") != "1" and (os.cpu_count() or 1) > 1
 
 
-def cut_point(path: str, size: int) -> Optional[tuple[int, int]]:
-    """(byte offset just after a blank line near the middle, number of the line that starts
-    there), or None when there is none."""
+def cut_point(path: str, size: int) -> Optional[int]:
+    """The byte offset just after a blank line at FIRST_SHARE of the file, or None when
+    there is none. (The number of the line there is known only once the first part is read:
+    the child numbers its lines from 1 and the parent shifts what it reports.)"""
     with open(path, "rb") as f:
         middle = int(size * FIRST_SHARE)
         f.seek(middle)
         window = f.read(CUT_SEARCH)
-        k = window.find(b"\n\n")
-        if k < 0:
-            return None
-        cut = middle + k + 2
-        if cut >= size:
-            return None
-        f.seek(0)
-        lines = 0
-        left = cut
-        while left > 0:
-            data = f.read(min(left, 8 << 20))
-            if not data:
-                return None
-            lines += data.count(b"\n")
-            left -= len(data)
-    return cut, lines + 1
+    k = window.find(b"\n\n")
+    if k < 0:
+        return None
+    cut = middle + k + 2
+    return cut if cut < size else None
 
 
 def _second_part(path, fmt, span, first_lineno, popts, want):
@@ -85,10 +75,9 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
         return None
     if size < MIN_BYTES:
         return None
-    cp = cut_point(path, size)
-    if cp is None:
+    cut = cut_point(path, size)
+    if cut is None:
         return None
-    cut, second_line = cp
     part1 = Source(path, span=(0, cut))
     lists, route, first = peek(part1, fmt, opts, opts.aggregate.mode)
     if route != "samples" or not first.event:
@@ -96,7 +85,7 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
     popts = opts.parse
     want = popts.event_filter or first.event
     stats1: dict = {}  # merged only when the split goes ahead
-    child = _fork(_second_part, path, fmt, (cut, size), second_line, popts, want)
+    child = _fork(_second_part, path, fmt, (cut, size), 1, popts, want)
     try:
         before_warn = len(profile.warnings) if profile is not None else 0
         sums = Sums(popts)
@@ -106,9 +95,12 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
             result = child.result()
     finally:
         child.stop()
+    second_line = part1.next_lineno  # the number of the first line of the second part
     if result is None:  # the second part failed: parse it here, in order, to raise its error
         part2 = Source(path, span=(cut, size), first_lineno=second_line)
         result = _second_part_here(part2, path, fmt, popts, want)
+    else:                # the child numbered its lines from 1
+        result = _shifted(result, second_line - 1)
     samples2, before2, other, stats2, cut_line = result
     add_weights(profile, samples2, before2)
     message = f"Filtering for events of type: {want}"
@@ -120,6 +112,17 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
             stats["skipped_lines"] = stats.get("skipped_lines", 0) + part["skipped_lines"]
     part1.cut_line = cut_line
     return profile, part1
+
+
+def _shifted(result: tuple, lines: int) -> tuple:
+    """The child's line numbers (the first line skipped with --lenient, the line cut short)
+    moved down by ``lines``."""
+    samples, before, other, stats, cut_line = result
+    first = stats.get("first_skipped")
+    if first is not None:
+        where, _, n = first.rpartition(":")
+        stats["first_skipped"] = f"{where}:{int(n) + lines}"
+    return samples, before, other, stats, (cut_line + lines if cut_line is not None else None)
 
 
 class _fork:

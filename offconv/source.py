@@ -30,6 +30,7 @@ class Source:
         self.binary_format = None  # the InputFormat converted from (perf.data), if any
         self._finish = None        # its converter's finish(): raises on failure
         self.cut_line: Optional[int] = None  # the last line, when it has no final newline
+        self.next_lineno: Optional[int] = None  # after block_lists(): the line after the last
         self._stream = self._open()
         self._chunks = _text_chunks(self._stream)
         self._first = self._read_first()
@@ -91,6 +92,7 @@ class Source:
             if pieces:
                 yield lineno, pieces
                 lineno += text.count("\n") - rest.count("\n")
+        self.next_lineno = lineno + rest.count("\n")
         if rest.endswith("\n"):
             rest = rest[:-1]
         elif rest:  # the input ended inside a line (a file cut short): remember its number

@@ -70,3 +70,19 @@ def test_split_keeps_line_numbers_of_errors(monkeypatch, tmp_path, split_all):
     lenient = [run(monkeypatch, tmp_path, j, bad, "--mode", "oncpu", "--to", "folded", "--lenient")
                for j in "12"]
     assert lenient[0] == lenient[1] and lenient[0][0] == 0
+
+
+def test_split_keeps_line_numbers_in_the_second_part(monkeypatch, tmp_path, split_all):
+    """The child numbers its lines from 1; the parent shifts them: the first skipped line
+    and the line cut short at the end are named as the serial path names them."""
+    events = "".join(f"a 1 [000] {i}.0: 1 cycles:\n\tff f (b)\n\n" for i in range(1, 40))
+    bad = tmp_path / "bad2.txt"
+    bad.write_text(events * 3 + "a 1 [000] 800.6x: cycles:\n\tff f (b)\n\n" + events
+                   + "a 1 [000] 900.0: 1 cycles:\n\tff f (b)")
+    args = ("--mode", "oncpu", "--to", "folded", "--lenient")
+    serial = run(monkeypatch, tmp_path, "1", bad, *args)
+    split_all.clear()
+    split = run(monkeypatch, tmp_path, "2", bad, *args)
+    assert split_all == [True]  # really split, the bad line in the second part
+    assert split == serial and serial[0] == 0
+    assert f"{bad}:352)" in serial[1] and f"{bad}:473: the input ends" in serial[1], serial[1]
