@@ -206,19 +206,13 @@ def _unit_kind(which: str, opts: ParseOptions) -> tuple:
 
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
           stats: Optional[dict] = None) -> Iterator[Sample]:
-    lines = iter(lines)
-    head = list(islice(lines, DIALECT_LINES))
-    which = dialect(line for _, line in head if line and not line.startswith("#"))
+    which, lines = _with_dialect(lines)
     unit, kind = _unit_kind(which, opts)
     cache: dict = {}
     plain = _PlainFrames().__getitem__
-    for lineno, line in chain(head, lines):
-        line = line.rstrip()
-        if not line or line[0] == "#":
-            continue
-        parts = split_line(line)
+    for lineno, line in lines:
+        parts = _parts(line, lineno, path, opts, stats)
         if parts is None:
-            _bad_line(path, lineno, line, opts, stats)
             continue
         frames, count, before = parts
         if before is not None:
@@ -231,16 +225,34 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
             yield Sample(stack, _number(count), unit, task, None, None, "", kind, before, lineno)
 
 
+def _with_dialect(lines: Iterable[tuple[int, str]]) -> tuple:
+    """(the dialect of the first lines, all the lines)."""
+    lines = iter(lines)
+    head = list(islice(lines, DIALECT_LINES))
+    which = dialect(line for _, line in head if line and not line.startswith("#"))
+    return which, chain(head, lines)
+
+
+def _parts(line: str, lineno: int, path: str, opts: ParseOptions, stats: Optional[dict]):
+    """split_line of the line without trailing white space; None for a blank or comment
+    line, and for a malformed one with --lenient (counted; an error without)."""
+    line = line.rstrip()
+    if not line or line[0] == "#":
+        return None
+    parts = split_line(line)
+    if parts is None:
+        _bad_line(path, lineno, line, opts, stats)
+    return parts
+
+
 def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
               stats: Optional[dict], sums) -> None:
     """parse into ``sums`` (an aggregate.Sums) without a Sample per line: a plain folded
     file's lines are summed straight into ``sums.counts`` (they have no thread and no
     event); the bcc dialects go through parse."""
-    lines = iter(lines)
-    head = list(islice(lines, DIALECT_LINES))
-    which = dialect(line for _, line in head if line and not line.startswith("#"))
+    which, lines = _with_dialect(lines)
     if which != PLAIN:
-        sums.add_records(parse(chain(head, lines), path, opts, stats))
+        sums.add_records(parse(lines, path, opts, stats))
         return
     unit, kind = _unit_kind(which, opts)
     plain = _PlainFrames().__getitem__
@@ -248,7 +260,7 @@ def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
     add = counts.setdefault
     before_counts = sums.before
     first = True
-    for lineno, line in chain(head, lines):
+    for lineno, line in lines:
         if not line or line[0] == "#":
             continue
         frames, _, count = line.rpartition(" ")
@@ -256,12 +268,8 @@ def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
             w = int(count)
             before = None
         else:
-            line = line.rstrip()
-            if not line or line[0] == "#":
-                continue
-            parts = split_line(line)
+            parts = _parts(line, lineno, path, opts, stats)
             if parts is None:
-                _bad_line(path, lineno, line, opts, stats)
                 continue
             frames, count, before = parts
             w = _number(count)
