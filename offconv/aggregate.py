@@ -112,18 +112,26 @@ class Sums:
         return profile
 
 
-def add_weights(profile: Profile, samples: dict, before: Optional[dict]) -> None:
-    """Add per-stack weights (and a differential's before column) into ``profile``."""
+def add_weights(profile: Profile, samples, before: Optional[dict]) -> None:
+    """Add per-stack weights (and a differential's before column) into ``profile``.
+    ``samples`` is a dict, or (stack, weight) pairs in first-seen order (the split's child
+    sends a list: it pickles and unpickles without hashing its 20k stacks)."""
     dst = profile.samples
-    if not dst:
+    if not dst and samples.__class__ is dict:
         dst.update(samples)  # the first input: one C loop, the same order
     else:
-        for key, n in samples.items():
-            dst[key] = dst.get(key, 0) + n
+        _add(dst, samples.items() if samples.__class__ is dict else samples)
     if before is not None:
         if profile.before is None:
             profile.before = {}
-        dst = profile.before
-        for key, n in before.items():
-            dst[key] = dst.get(key, 0) + n
+        _add(profile.before, before.items())
 
+
+def _add(dst: dict, pairs) -> None:
+    add = dst.setdefault
+    for key, n in pairs:
+        m = len(dst)
+        had = add(key, n)  # one hash of the stack when it is new
+        if len(dst) != m:
+            continue
+        dst[key] = had + n

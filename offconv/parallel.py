@@ -61,7 +61,7 @@ def _second_part_here(src, path, fmt, popts, want):
     sums = Sums(replace(popts, event_filter=want))
     with gcpause.paused():
         fmt.sum_blocks(src.block_lists(), path, popts, stats, sums)
-    return sums.counts, sums.before, sums.other, stats, src.cut_line
+    return list(sums.counts.items()), sums.before, sums.other, stats, src.cut_line
 
 
 def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):

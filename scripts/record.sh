@@ -449,11 +449,13 @@ record_perf() {
     "${fargs[@]}" -o "$data" -- sleep $(( dur_us / 1000000 + 30 )) </dev/null >"$tmpd/record.log" 2>&1 &
   tracer=$!
   set +m
-  local ctlfd ackfd reply="" i
+  local ctlfd ackfd reply="" part i
   exec {ctlfd}<>"$tmpd/ctl" {ackfd}<>"$tmpd/ack"
   echo enable >&"$ctlfd"
   for i in $(seq 300); do
-    read -r -t 0.1 reply <&"$ackfd" && break
+    # a read that times out keeps what it read of the line: "ack" can come in two reads
+    if read -r -t 0.1 part <&"$ackfd"; then reply+=$part; break; fi
+    reply+=$part
     alive "$tracer" || break
     [ "$interrupted" -gt 0 ] && break
   done
