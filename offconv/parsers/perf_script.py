@@ -610,7 +610,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     leaves: dict = {}      # leaf key -> frames
     raw: dict = {}         # (entry, leaf key, callers) -> events
     raw_get = raw.get
-    budget = 32 << 20  # characters of callers' text kept as cache keys
+    budget = _CALLERS_BUDGET
     ts_search = _TS.search
     hex_digits = _HEX_DIGITS
     counts = sums.counts
@@ -670,7 +670,10 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                             st = _body_stack(callers, False, frames, demangle, names)
                             if st is None:
                                 s = ""
-                            elif budget > 0:
+                            else:
+                                if budget <= 0:  # full: as parse_blocks, start again
+                                    stacks.clear()
+                                    budget = _CALLERS_BUDGET
                                 stacks[callers] = st
                                 budget -= len(callers)
                         if not s:
@@ -707,6 +710,9 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     flush()
 
 
+# characters of callers' text sum_blocks keeps as cache keys (a collapse keeps more than
+# parse_blocks: its keys are checked once, then only hashed); when full, it starts again
+_CALLERS_BUDGET = 32 << 20
 _RAW = 1 << 15  # distinct (header, leaf, callers) keys summed before they are resolved
 
 
