@@ -3,7 +3,12 @@ started at once on each perf.data input named on the command line, so that it wo
 Python imports offconv and parses the command line (about 0.1 s, an eighth of a 20 s
 recording's conversion); offconv.parsers.perf_data then takes the running converter over.
 Converters that nobody takes over (a usage error, a file given as an option's value) are
-killed at exit."""
+killed at exit.
+
+When the command is done, the process ends with ``os._exit`` once the atexit handlers have
+run and stdout and stderr are flushed: tearing down the heap (every stack, frame and cache
+of a large input, one object at a time) took 0.08-0.1 s of a 1 s collapse and changes no
+output. offconv starts no threads and writes its outputs completely before it returns."""
 from __future__ import annotations
 
 import os
@@ -21,7 +26,30 @@ def main() -> None:
     except Exception:  # noqa: BLE001 - an optimisation: the command runs the same without it
         pass
     from .cli import main as cli_main
-    cli_main()
+    try:
+        cli_main()
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    fast_exit(code)
+
+
+def fast_exit(code) -> None:
+    """Exit with ``code`` (a SystemExit's: None, an int or a message) without the
+    interpreter's teardown; a flush that fails (a closed stdout) takes the normal exit."""
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    import atexit
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - the normal exit reports it as Python would
+        sys.exit(code)
+    os._exit(code)
 
 
 def prestart(args: list) -> None:

@@ -85,3 +85,39 @@ def test_a_usage_error_is_still_one_line_and_exit_2(tmp_path):
     assert r.returncode == 2
     assert r.stderr.splitlines() == ["offconv: No such option '--bogus'.",
                                      "Try 'offconv --help' for help."]
+
+
+def _buffered() -> dict:
+    """The environment without PYTHONUNBUFFERED (set on some machines), so that a missing
+    flush would lose output."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
+def test_the_fast_exit_runs_atexit_handlers_and_flushes_stdout(tmp_path):
+    """launch.main ends with os._exit: the atexit handlers (perf_data._stop_unused) run first."""
+    marker = tmp_path / "ran"
+    code = ("import atexit, sys; from offconv import launch; "
+            f"atexit.register(lambda: open({str(marker)!r}, 'w').write('x')); "
+            "sys.stdout.write('buffered, not yet flushed'); launch.fast_exit(None)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_buffered())
+    assert r.returncode == 0 and marker.read_text() == "x"
+    assert r.stdout == "buffered, not yet flushed"
+
+
+@pytest.mark.parametrize("code, rc, err", [(3, 3, ""), ("offconv: a message", 1, "offconv: a message\n"),
+                                           (None, 0, "")])
+def test_the_fast_exit_keeps_system_exit_codes(code, rc, err):
+    r = subprocess.run([sys.executable, "-c", f"from offconv import launch; launch.fast_exit({code!r})"],
+                       capture_output=True, text=True, env=_buffered())
+    assert (r.returncode, r.stderr) == (rc, err)
+
+
+def test_stdout_piped_is_complete_after_the_fast_exit(tmp_path):
+    """A folded output written to a pipe arrives whole (the flush before os._exit)."""
+    folded = tmp_path / "in.folded"
+    lines = [f"main;f{i};g{i % 7} {i + 1}" for i in range(20000)]
+    folded.write_text("\n".join(lines) + "\n")
+    r = subprocess.run([sys.executable, "-m", "offconv", str(folded), "-o", "-"], capture_output=True,
+                       text=True, env=_buffered())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == sorted(lines)
