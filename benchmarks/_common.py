@@ -123,6 +123,64 @@ def shallow_file(size: str = "100M") -> Path | None:
     return out
 
 
+def _java_workload(n: int = 1500) -> str:
+    """A Java program of ``n`` small static methods that call one another along paths the
+    data picks (so the JIT compiles hundreds of them, inlined in varied ways), plus some
+    library work (StringBuilder, regex, HashMap, sort); runs for argv[0] seconds."""
+    out = ["import java.util.*;", "import java.util.regex.*;", "public class Work {", "  static long sink;"]
+    for i in range(n):
+        a, b = (i * 7 + 3) % n, (i * 13 + 5) % n
+        out.append(f"  static long m{i}(long x, int d) {{ if (d == 0) return x * {i + 1} + sink; "
+                   f"long y = x ^ {i * 2654435761 % 1000003}L; if ((y & 3) == 0) return m{a}(y >> 1, d - 1) + 1; "
+                   f"if ((y & 3) == 1) return m{b}(y + {i}, d - 1); StringBuilder s = new StringBuilder(); "
+                   f"s.append(y).append('{chr(97 + i % 26)}'); return s.length() + m{(a + b) % n}(y * 3, d - 1); }}")
+    out.append('  static final Pattern P = Pattern.compile("[0-9]+[a-z]");')
+    out.append("""  public static void main(String[] a) {
+    long end = System.nanoTime() + Long.parseLong(a[0]) * 1_000_000_000L;
+    Random r = new Random(1); Map<String, Integer> m = new HashMap<>(); long t = 0;
+    while (System.nanoTime() < end) {
+      for (int i = 0; i < 2000; i++) t += dispatch(r.nextInt(64), r.nextLong(), 6 + r.nextInt(10));
+      String s = Long.toString(t) + "k";
+      if (P.matcher(s).find()) m.merge(s.substring(0, Math.min(3, s.length())), 1, Integer::sum);
+      List<Integer> l = new ArrayList<>(); for (int i = 0; i < 300; i++) l.add(r.nextInt());
+      Collections.sort(l); t += l.get(0);
+    }
+    System.out.println(t + " " + m.size());
+  }""")
+    out.append("  static long dispatch(int k, long x, int d) { switch (k) {")
+    out += [f"    case {j}: return m{j * n // 64}(x, d);" for j in range(64)]
+    out += ["    default: return 0; } }", "}"]
+    return "\n".join(out) + "\n"
+
+
+def java_file(size: str = "100M", seconds: int = 55) -> Path | None:
+    """The Java/JIT shape, recorded here: a JDK's JIT-compiled methods (named from the
+    /tmp/perf-PID.map that -XX:+DumpPerfMapAtExit writes), the JVM's compiler threads, GC;
+    ``perf record -F 999 -g -a`` for ``seconds``, cut or grown to ``size`` at an event
+    boundary by replicate_perf_script.py. None without java, javac, perf and root."""
+    d = CACHE / "java"
+    txt = d / "java.txt"
+    if not txt.exists():
+        if not all(map(shutil.which, ("java", "javac", "perf"))) or os.geteuid() != 0:
+            return None
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "Work.java").write_text(_java_workload())
+        subprocess.run(["javac", "Work.java"], cwd=d, check=True)
+        subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(d / "java.data"), "--",
+                        "java", "-XX:+PreserveFramePointer", "-XX:+UnlockDiagnosticVMOptions",
+                        "-XX:+DumpPerfMapAtExit", "-cp", str(d), "Work", str(seconds)],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(str(txt) + ".tmp", "wb") as f:  # the perf map is read here, while it exists
+            subprocess.run(["perf", "script", "-i", str(d / "java.data")], check=True, stdout=f,
+                           stderr=subprocess.DEVNULL)
+        os.replace(str(txt) + ".tmp", txt)
+    out = CACHE / f"java-{size}.txt"
+    if not out.exists():
+        subprocess.run([sys.executable, str(SHARED_BENCH / "replicate_perf_script.py"), str(txt), size,
+                        "-o", str(out)], check=True)
+    return out
+
+
 def jit_file(size: str = "100M") -> Path:
     """The Java/JIT-like shape, synthetic: cpu.txt's user frames renamed, copy by copy, to
     JIT-style method names in a /tmp/perf-PID.map (one name per return address and copy),

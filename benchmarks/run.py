@@ -11,6 +11,8 @@ repository):
 - deep: shared/bench/inputs/cpu.txt.xz grown to 100 MB (deep callchains that repeat);
 - shallow: an interpreter loop + a gcc/g++ compile loop recorded here (perf, root), grown
   to 100 MB: 1-3 frames, a different leaf address in nearly every sample;
+- java: a Java program (JDK, -XX:+DumpPerfMapAtExit) recorded here for 55 s (perf, root), cut
+  or grown to 100 MB: JIT-compiled methods named from /tmp/perf-PID.map, the JIT's own threads;
 - jit: synthetic -- cpu.txt with its user frames renamed copy by copy to JIT-style names in
   /tmp/perf-PID.map (hundreds of thousands of distinct symbols);
 - sched: shared/bench/inputs/sched.txt.xz grown to 100 MB with --shift-pids;
@@ -36,8 +38,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (CACHE, ROOT, SHARED_BENCH, input_file, jit_file, offconv_cmd,  # noqa: E402
-                     shallow_file, timed)
+from _common import (CACHE, ROOT, SHARED_BENCH, input_file, java_file, jit_file,  # noqa: E402
+                     offconv_cmd, shallow_file, timed)
 
 DEVNULL = subprocess.DEVNULL
 
@@ -147,6 +149,7 @@ def main() -> int:
     if "collapse" in only:
         shapes = [("deep and repetitive (cpu.txt.xz)", input_file("cpu", "100M")),
                   ("shallow, varied leaf addresses (recorded here)", shallow_file("100M")),
+                  ("Java, JIT-compiled methods (recorded here)", java_file("100M")),
                   ("Java/JIT-like, many distinct symbols (synthetic)", jit_file("100M"))]
         if a.big:
             shapes.append(("deep and repetitive, 1 GB", input_file("cpu", "1G")))
