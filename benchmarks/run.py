@@ -64,12 +64,25 @@ def machine() -> str:
     return f"{platform.node()}: {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, load {load:.1f}"
 
 
-def measure(runs: int, ours: list[str], theirs: list[str] | None) -> dict:
-    """Alternate the two commands `runs` times; medians and max peak RSS."""
+def warm(paths) -> None:
+    """Read each input once, untimed, so that both commands find it in the page cache: this
+    VM's kernel reclaims cold page cache (DAMON), and a run that reads the disk measures
+    the disk."""
+    for p in paths:
+        with open(p, "rb") as f:
+            while f.read(1 << 24):
+                pass
+
+
+def measure(runs: int, ours: list[str], theirs: list[str] | None, inputs=()) -> dict:
+    """Alternate the two commands `runs` times, each after a read of ``inputs`` (warm);
+    medians and max peak RSS."""
     a, b = [], []
     for _ in range(runs):
+        warm(inputs)
         a.append(timed(ours))
         if theirs is not None:
+            warm(inputs)
             b.append(timed(theirs))
     out = {"ours": statistics.median(t for t, _ in a), "ours_rss": max(r for _, r in a),
            "spread": (min(t for t, _ in a), max(t for t, _ in a))}
@@ -158,7 +171,7 @@ def main() -> int:
                 rows.append((f"collapse 100 MB on-CPU text, {name}", None, "stackcollapse-perf.pl", "", "input not recordable here"))
                 continue
             args = ("--mode", "oncpu", "--to", "folded")
-            r = measure(a.runs, offconv_cmd(str(path), *args, "-o", "/dev/null"), perl(sc, path))
+            r = measure(a.runs, offconv_cmd(str(path), *args, "-o", "/dev/null"), perl(sc, path), [path])
             ident = same_as_serial(path, *args)
             size = path.stat().st_size / 1e6
             target = "≤ 0.15" if "1 GB" in name else "≤ 0.25"
@@ -168,14 +181,15 @@ def main() -> int:
     if "sched" in only:
         path = input_file("sched", "100M", shift_pids=True)
         r = measure(a.runs, offconv_cmd(str(path), "--mode", "offcpu", "--to", "folded", "-o", "/dev/null"),
-                    perl(sc, path))
+                    perl(sc, path), [path])
         rows.append(("off-CPU folded over 100 MB of sched events", r, "stackcollapse-perf.pl (it only counts)", "≤ 0.5",
                      f"{path.stat().st_size / 1e6 / r['ours']:.0f} MB/s"))
 
     if "svg" in only:
         folded = wide_folded()
         n = sum(1 for _ in open(folded))
-        r = measure(a.runs, offconv_cmd(str(folded), "--to", "svg", "-o", "/dev/null"), perl(fg, folded))
+        r = measure(a.runs, offconv_cmd(str(folded), "--to", "svg", "-o", "/dev/null"), perl(fg, folded),
+                    [folded])
         rows.append((f"SVG from a folded file with {n:,} unique stacks", r, "flamegraph.pl", "≤ 0.2", ""))
 
     if "e2e" in only:
@@ -195,7 +209,8 @@ def main() -> int:
             piped = statistics.median(timed([sys.executable, "-c", drain, str(data)])[0]
                                       for _ in range(a.runs))
             r = measure(a.runs, offconv_cmd(str(data), "--mode", "oncpu", "-o", str(out / "offconv.svg")),
-                        [fgbin, "--perfdata", str(data), "-o", str(out / "inferno.svg")] if fgbin else None)
+                        [fgbin, "--perfdata", str(data), "-o", str(out / "inferno.svg")] if fgbin else None,
+                        [data])
             rows.append((f"perf.data ({data.stat().st_size / 1e6:.0f} MB, 20 s, -F 999 -g -a) → SVG", r,
                          "inferno's flamegraph --perfdata", "≤ 0.9",
                          f"`perf script > /dev/null` alone {floor:.2f} s; into a pipe drained by a "
@@ -205,11 +220,11 @@ def main() -> int:
         sizes = ["100M"] + (["1G"] if a.big else [])
         for size in sizes:
             path = input_file("sched", size, shift_pids=True)
-            r = measure(1, offconv_cmd("report", str(path), "--json", "-o", "/dev/null"), None)
+            r = measure(1, offconv_cmd("report", str(path), "--json", "-o", "/dev/null"), None, [path])
             rows.append((f"peak RSS of `report --json` on {size}B of sched events", r, "—", "< 100 MiB", "rss"))
         if a.big:
             path = million_folded()
-            r = measure(1, offconv_cmd(str(path), "--to", "svg", "-o", "/dev/null"), None)
+            r = measure(1, offconv_cmd(str(path), "--to", "svg", "-o", "/dev/null"), None, [path])
             rows.append(("peak RSS of folded → SVG on 1,000,000 unique stacks", r, "—", "< 1 GiB", "rss"))
 
     print(f"offconv speed, {datetime.date.today().isoformat()}, {machine()}; medians of {a.runs} "
