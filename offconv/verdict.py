@@ -125,8 +125,8 @@ def scope(an, ropts: ReportOptions) -> Scope:
         # workload's switch partners, not the workload
         rare = [t for t in kept if t.switches <= 8 and t.wall_ns >= 500_000_000]
         for t in rare:
-            left.append((t.comm, t.tid, f"rarely seen ({plural(t.switches, 'switch', 'switches')} "
-                                        "in a filtered recording: a switch partner)"))
+            left.append((t.comm, t.tid, "rarely seen in a filtered recording: a switch partner "
+                                        f"({plural(t.switches, 'switch', 'switches')})"))
         kept = [t for t in kept if t not in rare]
     if not an.threads_filtered:
         tree = command_tree(an)
@@ -364,9 +364,15 @@ def scope_text(v: dict) -> str:
     more = len(v["workload"]) - 6
     if more > 0:
         work += f" and {more} more"
+    left = left_out_text(v["left_out"])
+    return f"workload: {work or 'none'}" + (f"; left out: {left}" if left else "")
+
+
+def left_out_text(left_out: list) -> str:
+    """The threads left out of the verdict, counted by reason: a reason's text before its
+    first ':' names it (the rest is that thread's detail)."""
     reasons: dict = {}
-    for x in v["left_out"]:
+    for x in left_out:
         key = x["reason"].split(":")[0]
         reasons[key] = reasons.get(key, 0) + 1
-    left = "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
-    return f"workload: {work or 'none'}" + (f"; left out: {left}" if left else "")
+    return "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))

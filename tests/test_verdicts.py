@@ -119,3 +119,30 @@ def test_the_recorded_commands_process_tree():
     an.parents = {11: 10, 12: 11, 13: 99}
     assert command_tree(an) == {10, 11, 12}
     assert command_tree(Analysis()) == set()
+
+
+def _all_left_out(reports) -> list:
+    out = []
+    for name in CASES:
+        if name not in reports:
+            reports[name] = _report(name)
+        out.append((name, reports[name]["verdict"]["left_out"]))
+    return out
+
+
+def test_left_out_summary_counts_each_reason_once(reports):
+    """The '(workload: ...; left out: ...)' line names a reason once, with its count, and
+    its parentheses close: the part of a reason before ':' is its category, the rest (a
+    thread's switch count, its share) is per-thread detail."""
+    from offconv.verdict import left_out_text
+    seen_partner = False
+    for name, left in _all_left_out(reports):
+        text = left_out_text(left)
+        parts = text.split("; ") if text else []
+        cats = [p.split(" ", 1)[1] for p in parts]
+        assert len(cats) == len(set(cats)), (name, text)
+        assert sum(int(p.split(" ", 1)[0]) for p in parts) == len(left), (name, text)
+        for p in parts:
+            assert p.count("(") == p.count(")"), (name, p)
+        seen_partner |= any("switch partner" in x["reason"] for x in left)
+    assert seen_partner  # the per-thread detail case is among the recordings

@@ -8,7 +8,7 @@ from typing import TextIO
 from ..analysis import report_data
 from ..format_types import OutputFormat
 from ..units import human_us, plural
-from ..verdict import scope_text
+from ..verdict import left_out_text, scope_text
 
 MAX_THREADS = 20
 _NOT_LATENCY = {"poll/idle": "waiting for work, not latency",
@@ -185,11 +185,7 @@ def render_stacks(d: dict, out: TextIO, verdict: bool = True) -> None:
           f"  {v['reason']}\n")
     if v["workload"] or v["left_out"]:
         work = ", ".join(f"{x['comm']} ({plural(x['threads'], 'thread')})" for x in v["workload"][:6])
-        reasons: dict = {}
-        for x in v["left_out"]:
-            key = x["reason"].split(":")[0]
-            reasons[key] = reasons.get(key, 0) + 1
-        left = "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        left = left_out_text(v["left_out"])
         w(f"  (workload: {work or 'none'}{'; left out: ' + left if left else ''})\n")
     wt, t = d["weights"], d["totals"]
     if wt["unit"] == "samples":
