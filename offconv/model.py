@@ -46,6 +46,10 @@ OFFCPU_MODES = (OFFCPU, BLOCKED, RUNQ, WAKEUP)
 SAMPLES = "samples"
 TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
+# perf's clock events: their period (the weight of an on-CPU sample, Profile.event) is time
+# on CPU in ns (perf-record(1), -F with cpu-clock)
+CLOCK_EVENTS = frozenset(("cpu-clock", "task-clock"))
+
 # -- SchedEvent kinds --------------------------------------------------------------------
 SWITCH = "switch"
 WAKE = "wakeup"

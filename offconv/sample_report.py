@@ -342,7 +342,9 @@ def _oncpu_report(profile, ropts: ReportOptions, label, threads, sched_leaf) -> 
                     "blocked_p99_us": None, "idle_wakeup_us": None, "cause": None,
                     "idle_waits_counted": False, "workload": [], "threads_considered": [],
                     "left_out": [], "thresholds": _thresholds(ropts), "source": "stacks"},
-        "weights": {"unit": profile.unit, "measures": profile.mode, "samples": _num(total)},
+        # event: the perf event whose period each sample weighs ("" when each counts 1)
+        "weights": {"unit": profile.unit, "measures": profile.mode, "samples": _num(total),
+                    "event": profile.event},
         "totals": {**null_totals, "samples": _num(total)},
         "span_us": None,
         "threads": [{"comm": t.comm, "pid": t.pid, "tid": t.tid, **{k: None for k in (

@@ -245,6 +245,27 @@ def test_oncpu_profile_is_on_cpu_by_construction():
     assert r.returncode == 0 and "On-CPU profile: " in r.stdout
 
 
+def test_oncpu_weights_that_are_perf_periods_are_not_called_samples(tmp_path):
+    """perf script printed each sample's period (cpu-clock: ns): the sums are periods, as
+    stackcollapse-perf.pl's are, and the report says so instead of 'N samples'."""
+    head = "{} {} [000] 1.{:06d}:    {} {}: \n\t    4004 {} (/usr/bin/x)\n\n"
+    for event, clock in (("cpu-clock:ppp", True), ("cycles:u", False)):
+        path = tmp_path / f"{event[:3]}.txt"
+        path.write_text(head.format("cc1", 123, 1, 1001001, event, "main+0x4")
+                        + head.format("cc1", 123, 2, 1001001, event, "main+0x4")
+                        + head.format("sh", 77, 3, 2002002, event, "loop+0x4"))
+        rep = report_json(path)
+        assert rep["weights"]["event"] == event and rep["weights"]["samples"] == 4004004
+        text = run(path).stdout
+        name = event.split(":")[0]
+        assert f"samples weighted by their {name} period" in text and "4004004 samples" not in text
+        assert ("(4 ms on CPU)" in text) == clock
+        header = next(line for line in text.splitlines() if line.lstrip().startswith("thread"))
+        assert header.split() == ["thread", "pid", "tid", name, "share"]
+    unweighted = report_json(ONCPU)["weights"]
+    assert unweighted["event"] == "" and f"{unweighted['samples']} samples" in run(ONCPU).stdout
+
+
 @pytest.mark.parametrize("path", [PERF_OFFCPU, OFFCPUTIME, OFFWAKETIME, WAKEUPTIME, BT_KSTACK,
                                   BT_KSTACK_COMM, BT_KSTACK_JSON, ONCPU, ONCPU_GZ],
                          ids=lambda p: p.name)

@@ -33,7 +33,8 @@ from typing import BinaryIO
 
 from ..errors import OffconvError
 from ..format_types import OutputFormat
-from ..model import BLOCKED, OFFCPU, RUNQ, STATE, THREAD, TIME_UNITS, WAKEUP, Profile
+from ..model import (BLOCKED, CLOCK_EVENTS, OFFCPU, RUNQ, STATE, THREAD, TIME_UNITS, WAKEUP,
+                     Profile)
 from ..naming import Namer
 from ..options import NamingOptions
 
@@ -62,10 +63,6 @@ class _Strings:
             i = self.index[s] = len(self.table)
             self.table.append(s)
         return i
-
-
-# perf's clock events: their period is time on CPU in ns (perf-record(1), -F with cpu-clock)
-CLOCK_EVENTS = frozenset(("cpu-clock", "task-clock"))
 
 
 def build(profile: Profile, opts=None):

@@ -7,6 +7,7 @@ from typing import TextIO
 
 from ..analysis import report_data
 from ..format_types import OutputFormat
+from ..model import CLOCK_EVENTS
 from ..units import human_us, plural
 from ..verdict import left_out_text, scope_text
 
@@ -191,9 +192,18 @@ def render_stacks(d: dict, out: TextIO, verdict: bool = True) -> None:
     if wt["unit"] == "samples":
         what = ("Weights in samples (the file does not say their unit)" if v["uncertain"]
                 else "On-CPU profile")
-        w(f"\n{what}: {wt['samples']} samples, {plural(len(d['threads']), 'thread')}; "
+        event = (wt.get("event") or "").split(":", 1)[0]
+        if event:  # perf printed periods: the weights sum them, as stackcollapse-perf.pl does
+            if event in CLOCK_EVENTS:
+                weight = (f"samples weighted by their {event} period in ns, {wt['samples']} in "
+                          f"all ({human_us(wt['samples'] / 1000)} on CPU)")
+            else:
+                weight = f"samples weighted by their {event} period, {wt['samples']} in all"
+        else:
+            weight = f"{wt['samples']} samples"
+        w(f"\n{what}: {weight}; {plural(len(d['threads']), 'thread')}; "
           "no off-CPU, run-queue or blocked time measured\n")
-        rows = [["thread", "pid", "tid", "samples", "share"]]
+        rows = [["thread", "pid", "tid", event or "samples", "share"]]
         for r in d["threads"][:MAX_THREADS]:
             rows.append([r["comm"], _id(r["pid"]), _id(r["tid"]), str(r["samples"]),
                          f"{r['share']:.1%}"])
