@@ -91,6 +91,24 @@ class Sums:
         self.before, self.want, self.other = before, want, other
         self.unit, self.kind, self.weighted = unit, kind, weighted
 
+    def merge(self, part: tuple) -> None:
+        """Add the sums of the input's next part (``part()``'s tuple, from another
+        process), as if its lines had been read here after this part's."""
+        pairs, before, unit, kind, weighted = part
+        _add(self.counts, pairs)
+        if before is not None:
+            if self.before is None:
+                self.before = {}
+            _add(self.before, before.items())
+        if self.unit is None:
+            self.unit, self.kind = unit, kind
+        self.weighted = self.weighted or weighted
+
+    def part(self) -> tuple:
+        """These sums as merge() takes them (a list of pairs: it pickles without hashing
+        the stacks)."""
+        return list(self.counts.items()), self.before, self.unit, self.kind, self.weighted
+
     def finish(self, profile: Optional[Profile], path: str = "") -> Profile:
         """The sums added into ``profile`` (a new one if None)."""
         fresh = profile is None or not profile.samples

@@ -19,8 +19,9 @@ class InputFormat:
     ``sum_blocks(block_lists, path, opts, stats, sums)`` (Source.block_lists(), an
     aggregate.Sums) sums the samples of an input already known to take the samples route
     without a record per event, with the same result as parse_blocks into
-    Sums.add_records; ``sum_lines(lines, path, opts, stats, sums)`` the same from
-    Source.lines(), for a format whose records always take the samples route. A binary
+    Sums.add_records; ``sum_lines(lines, path, opts, stats, sums, head=None)`` the same from
+    Source.lines(), for a format whose records always take the samples route (``head``:
+    the input's first lines, when ``lines`` are a later part of it). A binary
     format has ``magic`` (its first bytes) and ``convert(path) -> (binary stream, finish)``
     producing the text of another format (perf.data -> perf script text), which is then
     detected like any input."""

@@ -4,6 +4,10 @@ child does the same with the second; the child's sums are then added in, in the 
 serial path would have met them (a dict keeps first-seen order), so every output is
 byte-identical to the serial path (tests/test_parallel.py checks it on every fixture).
 
+A format of one record per line (folded stacks, ``sum_lines``) is cut at a newline near
+the middle instead, and the child reads its part with the input's first lines, which
+decide a folded file's dialect.
+
 Only plain files (not stdin, gzip or perf.data) of at least ``MIN_BYTES`` whose records
 take the samples route are split; the off-CPU path keeps its state across events and stays
 serial. Errors keep the serial order: the first part's error is raised before the second's.
@@ -31,18 +35,19 @@ def enabled() -> bool:
     return os.environ.get("OFFCONV_JOBS", "2") != "1" and (os.cpu_count() or 1) > 1
 
 
-def cut_point(path: str, size: int) -> Optional[int]:
-    """The byte offset just after a blank line at FIRST_SHARE of the file, or None when
-    there is none. (The number of the line there is known only once the first part is read:
-    the child numbers its lines from 1 and the parent shifts what it reports.)"""
+def cut_point(path: str, size: int, sep: bytes = b"\n\n", share: float = FIRST_SHARE) -> Optional[int]:
+    """The byte offset just after ``sep`` (a blank line: an event boundary; a newline for
+    a format of one record per line) at ``share`` of the file, or None when there is none.
+    (The number of the line there is known only once the first part is read: the child
+    numbers its lines from 1 and the parent shifts what it reports.)"""
     with open(path, "rb") as f:
-        middle = int(size * FIRST_SHARE)
+        middle = int(size * share)
         f.seek(middle)
         window = f.read(CUT_SEARCH)
-    k = window.find(b"\n\n")
+    k = window.find(sep)
     if k < 0:
         return None
-    cut = middle + k + 2
+    cut = middle + k + len(sep)
     return cut if cut < size else None
 
 
@@ -67,7 +72,9 @@ def _second_part_here(src, path, fmt, popts, want):
 def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
     """The samples route of one input over two processes; returns (profile, src for the
     warnings) or None when the input does not qualify (the caller goes serial)."""
-    if src.kind != "text" or path == "-" or fmt.sum_blocks is None or not enabled():
+    if src.kind != "text" or path == "-" or not enabled():
+        return None
+    if fmt.sum_blocks is None and fmt.sum_lines is None:
         return None
     try:
         size = os.path.getsize(path)
@@ -75,6 +82,8 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
         return None
     if size < MIN_BYTES:
         return None
+    if fmt.sum_blocks is None:
+        return _load_split_lines(path, src, fmt, opts, stats, profile, size)
     cut = cut_point(path, size)
     if cut is None:
         return None
@@ -106,12 +115,79 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
     message = f"Filtering for events of type: {want}"
     if other and popts.event_filter is None and message not in profile.warnings[before_warn:]:
         profile.warnings.append(message)
-    for part in (stats1, stats2):
-        if part.get("skipped_lines"):
-            stats.setdefault("first_skipped", part["first_skipped"])
-            stats["skipped_lines"] = stats.get("skipped_lines", 0) + part["skipped_lines"]
+    _merge_stats(stats, stats1, stats2)
     part1.cut_line = cut_line
     return profile, part1
+
+
+# a format of one record per line (folded): the child's sums pickle as fast as its lines
+# parse, so the parent, which also merges them, takes a little more than half
+LINES_SHARE = 0.52
+
+
+def _second_lines(path, fmt, span, popts, head):
+    """In the child: the second part's sums of a line format, or None when it failed."""
+    try:
+        return _second_lines_here(Source(path, span=span), path, fmt, popts, head)
+    except BaseException:  # noqa: BLE001 - reported by the parent's own parse
+        return None
+
+
+def _second_lines_here(src, path, fmt, popts, head):
+    stats: dict = {}
+    sums = Sums(popts)
+    with gcpause.paused():
+        fmt.sum_lines(src.lines(), path, popts, stats, sums, head)
+    return sums.part(), None, None, stats, src.cut_line
+
+
+def _load_split_lines(path: str, src: Source, fmt, opts, stats: dict, profile, size: int):
+    """sum_lines over two processes, cut at a newline: the child's part is read with the
+    first part's head lines (a folded file's dialect is decided by its first lines), and
+    its sums are merged into the first part's before they become the profile's, as the
+    serial path would have summed them."""
+    cut = cut_point(path, size, b"\n", LINES_SHARE)
+    if cut is None:
+        return None
+    part1 = Source(path, span=(0, cut))
+    popts = opts.parse
+    head = src.head
+    child = _fork(_second_lines, path, fmt, (cut, size), popts, head)
+    stats1: dict = {}
+    try:
+        sums = Sums(popts)
+        with gcpause.paused():
+            fmt.sum_lines(part1.lines(), path, popts, stats1, sums)
+            result = child.result()
+    finally:
+        child.stop()
+    second_line = part1.next_lineno
+    if result is None:  # the second part failed: parse it here, in order, to raise its error
+        part2 = Source(path, span=(cut, size), first_lineno=second_line)
+        result = _second_lines_here(part2, path, fmt, popts, head)
+    else:
+        result = _shifted(result, second_line - 1)
+    part, _, _, stats2, cut_line = result
+    with gcpause.paused():
+        sums.merge(part)
+        profile = sums.finish(profile, path)
+    _merge_stats(stats, stats1, stats2)
+    part1.cut_line = cut_line
+    return profile, part1
+
+
+def _merge_stats(stats: dict, *parts: dict) -> None:
+    """The parts' parse stats into ``stats``, in input order: counts add up, the first
+    skipped line is the first part's that has one, the recorder's lost share is the
+    largest (as one parse would have kept them)."""
+    for part in parts:
+        for key, value in part.items():
+            if key == "first_skipped":
+                stats.setdefault(key, value)
+            elif key == "lost_samples_pct":
+                stats[key] = max(stats.get(key, 0.0), value)
+            else:
+                stats[key] = stats.get(key, 0) + value
 
 
 def _shifted(result: tuple, lines: int) -> tuple:

@@ -53,8 +53,9 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
 
 
 def peek(src: Source, fmt, opts: Options, mode: str) -> tuple:
-    """(the input's block lists, the route its first list decides or None, the record that
-    decides it). The first list is looked at through parse_blocks with stats of its own;
+    """(the input's block lists, the route its first list decides or None, the first
+    record with an event type, up to the one that decides it: its type is the default
+    --event-filter). The first list is looked at through parse_blocks with stats of its own;
     those records are dropped: the lists are read again from their start. None when the
     format does not sum its own samples (no sum_blocks)."""
     lists = src.block_lists()
@@ -91,8 +92,8 @@ def _route(records: Iterator, mode: str, deciding: Optional[list] = None) -> tup
             break
     else:
         return route, iter(buf)
-    if deciding is not None:
-        deciding.append(r)
+    if deciding is not None:  # the first event type met (Sums' default event filter)
+        deciding.append(next((x for x in buf if getattr(x, "event", "")), r))
     return route, chain(buf, records)
 
 

@@ -64,11 +64,16 @@ class Source:
         self._check_converter()
 
     def lines(self) -> Iterator[tuple[int, str]]:
-        return enumerate(_split(self._all_chunks(), "\n", self._cut), 1)
+        """(number, text) of every line, numbered from ``first_lineno``; at the end,
+        ``next_lineno`` is the number the line after the last would have."""
+        n = self.first_lineno - 1
+        for n, line in enumerate(_split(self._all_chunks(), "\n", self._cut), self.first_lineno):
+            yield n, line
+        self.next_lineno = n + 1
 
     def _cut(self, pieces: int, last: str) -> None:
         """The input ended inside a line (a file cut short): remember its number."""
-        self.cut_line = pieces
+        self.cut_line = pieces + self.first_lineno - 1
 
     def blocks(self) -> Iterator[tuple[int, str]]:
         """Runs of non-blank lines, without their final newline, with the number of their

@@ -3,6 +3,7 @@ warnings and errors to the serial path, on every fixture: here every input is sp
 (MIN_BYTES = 0), whatever its size, and each output is compared with OFFCONV_JOBS=1's."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,9 @@ def run(monkeypatch, tmp_path, jobs: str, path: Path, *args: str):
 @pytest.fixture
 def split_all(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
-    monkeypatch.setattr(parallel, "enabled", lambda: True)
+    # split whatever the machine's cores, but not with OFFCONV_JOBS=1: that is the serial
+    # path every split is compared with
+    monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
     calls = []
     real = parallel.load_split
 
@@ -58,6 +61,52 @@ def test_split_happens_on_perf_script_fixtures(monkeypatch, tmp_path, split_all)
     for p in texts:
         run(monkeypatch, tmp_path, "2", p, "--mode", "oncpu", "--to", "folded")
     assert sum(split_all) > len(texts) // 2
+
+
+def test_split_happens_on_folded_fixtures(monkeypatch, tmp_path, split_all):
+    """Folded inputs (one stack per line, cut at a newline) are split too, in every
+    dialect: the child reads its part with the input's first lines, which decide it."""
+    folded = sorted(p for d in ("bcc", "diff", "golden") for p in (FIX / d).rglob("*.folded"))
+    assert len(folded) >= 5
+    for p in folded:
+        run(monkeypatch, tmp_path, "2", p, "--to", "folded")
+    assert sum(split_all) >= len(folded) - 1
+
+
+def test_split_folded_takes_the_dialect_of_the_first_lines(monkeypatch, tmp_path, split_all):
+    """A bcc offcputime -f file whose second half has no '-' delimiter: it is still read
+    as offcputime (user and kernel halves, µs), as the serial path reads it; and a plain
+    file whose second half looks like offcputime is still plain."""
+    bcc = "".join(f"app;main;f{i};-;sys_read;schedule {i + 10}\n" for i in range(300))
+    bcc += "".join(f"app;main;g{i};h {i + 5}\n" for i in range(300))
+    plain = "".join(f"app;main;f{i} {i + 1}\n" for i in range(300))
+    plain += "".join(f"app;main;-;k{i} {i + 1}\n" for i in range(300))
+    for name, text in (("bcc.folded", bcc), ("plain.folded", plain)):
+        path = tmp_path / name
+        path.write_text(text)
+        # --kernel shows the kinds the dialect gives the frames ('_[k]' on kernel ones)
+        for args in (("--to", "folded", "--kernel"), ("--to", "svg"), ("--to", "report")):
+            serial = run(monkeypatch, tmp_path, "1", path, *args)
+            split_all.clear()
+            split = run(monkeypatch, tmp_path, "2", path, *args)
+            assert split_all == [True] and split == serial and serial[0] == 0, (name, args)
+
+
+def test_split_folded_keeps_line_numbers(monkeypatch, tmp_path, split_all):
+    lines = [f"a;b{i} {i + 1}" for i in range(400)]
+    for bad_at in (10, 390):  # in the first part, in the second
+        text = lines[:bad_at] + ["a;b;c x1"] + lines[bad_at:]
+        path = tmp_path / f"bad{bad_at}.folded"
+        path.write_text("\n".join(text) + "\n")
+        serial = run(monkeypatch, tmp_path, "1", path, "--to", "folded")
+        split = run(monkeypatch, tmp_path, "2", path, "--to", "folded")
+        assert serial[0] == 2 and f":{bad_at + 1}:" in serial[1] and split == serial
+        lenient = [run(monkeypatch, tmp_path, j, path, "--to", "folded", "--lenient") for j in "12"]
+        assert lenient[0] == lenient[1] and f":{bad_at + 1})" in lenient[0][1]
+    cut = tmp_path / "cut.folded"
+    cut.write_text("\n".join(lines) + "\na;b;c 7")  # no newline at the end
+    results = [run(monkeypatch, tmp_path, j, cut, "--to", "folded") for j in "12"]
+    assert results[0] == results[1] and ":401:" in results[0][1]
 
 
 def test_split_keeps_line_numbers_of_errors(monkeypatch, tmp_path, split_all):

@@ -205,8 +205,10 @@ def _unit_kind(which: str, opts: ParseOptions) -> tuple:
 
 
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
-          stats: Optional[dict] = None) -> Iterator[Sample]:
-    which, lines = _with_dialect(lines)
+          stats: Optional[dict] = None, head: Optional[list] = None) -> Iterator[Sample]:
+    """``head``: the input's first lines when ``lines`` are a later part of it (the second
+    part of a split input, offconv.parallel): they decide the dialect, as for the whole."""
+    which, lines = _with_dialect(lines, head)
     unit, kind = _unit_kind(which, opts)
     cache: dict = {}
     plain = _PlainFrames().__getitem__
@@ -225,12 +227,15 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
             yield Sample(stack, _number(count), unit, task, None, None, "", kind, before, lineno)
 
 
-def _with_dialect(lines: Iterable[tuple[int, str]]) -> tuple:
-    """(the dialect of the first lines, all the lines)."""
+def _with_dialect(lines: Iterable[tuple[int, str]], head: Optional[list] = None) -> tuple:
+    """(the dialect of the first lines -- of ``head``, the input's first lines, if given --,
+    all the lines)."""
+    if head is not None:
+        return dialect(line for line in head[:DIALECT_LINES] if line and not line.startswith("#")), lines
     lines = iter(lines)
-    head = list(islice(lines, DIALECT_LINES))
-    which = dialect(line for _, line in head if line and not line.startswith("#"))
-    return which, chain(head, lines)
+    first = list(islice(lines, DIALECT_LINES))
+    which = dialect(line for _, line in first if line and not line.startswith("#"))
+    return which, chain(first, lines)
 
 
 def _parts(line: str, lineno: int, path: str, opts: ParseOptions, stats: Optional[dict]):
@@ -246,13 +251,13 @@ def _parts(line: str, lineno: int, path: str, opts: ParseOptions, stats: Optiona
 
 
 def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
-              stats: Optional[dict], sums) -> None:
+              stats: Optional[dict], sums, head: Optional[list] = None) -> None:
     """parse into ``sums`` (an aggregate.Sums) without a Sample per line: a plain folded
     file's lines are summed straight into ``sums.counts`` (they have no thread and no
-    event); the bcc dialects go through parse."""
-    which, lines = _with_dialect(lines)
+    event); the bcc dialects go through parse. ``head`` as for parse."""
+    which, lines = _with_dialect(lines, head)
     if which != PLAIN:
-        sums.add_records(parse(lines, path, opts, stats))
+        sums.add_records(parse(lines, path, opts, stats, head))
         return
     unit, kind = _unit_kind(which, opts)
     plain = _PlainFrames().__getitem__
