@@ -352,7 +352,8 @@ def convert(inputs, out, to, **kw):
     if fmt.timeline:
         opts = replace(opts, aggregate=replace(opts.aggregate, timeline=True))
     if not (fmt.report or fmt.name == "hist"):   # a stack output: no per-thread analysis
-        opts = replace(opts, aggregate=replace(opts.aggregate, analyse=False))
+        opts = replace(opts, aggregate=replace(opts.aggregate, analyse=False,
+                                               folded=fmt.name == "folded"))
     profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
     profile.sources = tuple(inputs)
     if not (fmt.name == "report" and out in (None, "-")):  # the text report shows them itself

@@ -332,6 +332,8 @@ class Profile:
     # The report data, computed once per (ReportOptions, NamingOptions) by
     # offconv.analysis.report_data: ((options), data).
     summary: Optional[tuple] = None
+    # Folded names made ahead of the folded output (offconv.naming.FoldedNames), or None.
+    folded_names: Optional[object] = None
 
     def total(self) -> float:
         return sum(self.samples.values())

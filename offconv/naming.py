@@ -90,11 +90,35 @@ def _is_java(root: Frame) -> bool:
         and root.task.tid is not None
 
 
-def merge_by(samples: dict, key) -> dict:
+class FoldedNames:
+    """Folded names made ahead of the folded output for some stacks (offconv.parallel
+    names its own part's stacks while it waits for the second part), under one
+    NamingOptions. Looked up by the stack object's identity: the stacks are kept alive
+    here, so an id is never reused while its entry exists; a stack not met here (the
+    second part's) is named when the output is written."""
+
+    def __init__(self, opts: NamingOptions, stacks: list):
+        self.opts = opts
+        self._stacks = stacks  # kept alive: their ids stay theirs
+        self._names = dict(zip(map(id, stacks), map(Namer(opts).folded, stacks)))
+
+    def folded(self, samples: dict, namer: Namer) -> list:
+        """The folded name of every stack of ``samples``, in its order."""
+        names = list(map(self._names.get, map(id, samples)))
+        if None in names:
+            for i, stack in enumerate(samples):
+                if names[i] is None:
+                    names[i] = namer.folded(stack)
+        return names
+
+
+def merge_by(samples: dict, key, keys: Optional[list] = None) -> dict:
     """stack of frames -> weight  =>  key(stack) -> summed weight: stacks that display the
     same (e.g. two threads of one comm without --tid) merge. ``key`` is a Namer's
-    ``stack`` (a tuple of names) or ``folded`` (the folded text)."""
-    keys = list(map(key, samples))
+    ``stack`` (a tuple of names) or ``folded`` (the folded text); ``keys``, if given, are
+    those names already made, in the order of ``samples``."""
+    if keys is None:
+        keys = list(map(key, samples))
     out = dict(zip(keys, samples.values()))
     if len(out) == len(keys):  # every stack displays differently: nothing to add up
         return out

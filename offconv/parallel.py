@@ -22,6 +22,7 @@ from typing import Optional
 
 from . import gcpause
 from .aggregate import Sums, add_weights
+from .naming import FoldedNames
 from .source import Source
 
 MIN_BYTES = 16 << 20   # below this, forking costs more than it saves
@@ -100,7 +101,10 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
         sums = Sums(popts)
         with gcpause.paused():
             fmt.sum_blocks(lists, path, popts, stats1, sums)
+            fresh = profile is None
             profile = sums.finish(profile, path)
+            if fresh and opts.aggregate.folded:  # the child is still at work: name ours now
+                profile.folded_names = FoldedNames(opts.naming, list(sums.counts))
             result = child.result()
     finally:
         child.stop()

@@ -135,3 +135,35 @@ def test_split_keeps_line_numbers_in_the_second_part(monkeypatch, tmp_path, spli
     assert split_all == [True]  # really split, the bad line in the second part
     assert split == serial and serial[0] == 0
     assert f"{bad}:352)" in serial[1] and f"{bad}:473: the input ends" in serial[1], serial[1]
+
+
+def test_folded_names_made_ahead_equal_the_namers():
+    """naming.FoldedNames (the split's parent names its own stacks while the child works):
+    by stack identity, the Namer's own folded names; a stack it was not given -- even one
+    equal to a given one -- is named by the Namer; other naming options are not used."""
+    from offconv import pipeline
+    from offconv.naming import FoldedNames, Namer
+    from offconv.options import NamingOptions, Options
+    prof = pipeline.load([str(FIX / "flamegraph-test" / "perf-java-stacks-01.txt")], Options())
+    stacks = list(prof.samples)
+    assert len(stacks) > 20
+    for opts in (NamingOptions(), NamingOptions(tid=True, kernel=True)):
+        known = FoldedNames(opts, stacks[::2])
+        twin = {stacks[1][:1] + stacks[1][1:]: 1}  # equal to a stack it has, another object
+        assert next(iter(twin)) is not stacks[1]
+        assert known.folded(prof.samples, Namer(opts)) == [Namer(opts).folded(s) for s in stacks]
+        assert known.folded(twin, Namer(opts)) == [Namer(opts).folded(stacks[1])]
+    a = FoldedNames(NamingOptions(tid=True), stacks)
+    assert a.opts != NamingOptions()  # the folded renderer then names every stack itself
+
+
+def test_the_split_names_its_first_part_ahead_for_a_folded_output(monkeypatch, split_all):
+    from dataclasses import replace
+    from offconv import pipeline
+    from offconv.options import Options
+    monkeypatch.setenv("OFFCONV_JOBS", "2")
+    path = str(FIX / "flamegraph-test" / "perf-java-stacks-01.txt")
+    base = Options()
+    folded = replace(base, aggregate=replace(base.aggregate, folded=True))
+    assert pipeline.load([path], folded).folded_names is not None and split_all == [True]
+    assert pipeline.load([path], base).folded_names is None

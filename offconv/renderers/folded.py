@@ -22,7 +22,11 @@ def format_count(v) -> str:
 
 def render(profile: Profile, out: TextIO, opts=None) -> None:
     namer = Namer(getattr(opts, "naming", None) or NamingOptions())
-    after = merge_by(profile.samples, namer.folded)
+    known = profile.folded_names
+    if known is not None and known.opts == namer.opts:  # offconv.parallel named some ahead
+        after = merge_by(profile.samples, None, known.folded(profile.samples, namer))
+    else:
+        after = merge_by(profile.samples, namer.folded)
     # sort by the stack text alone (not the whole line): that is stackcollapse-perf.pl's order
     if profile.before is not None:
         before = merge_by(profile.before, namer.folded)
