@@ -36,6 +36,9 @@ class Sums:
         self.unit = self.kind = None
         self.weighted = False   # a record weighed other than 1
         self.threads: dict = {}
+        # the parser's distinct Frames, if it keeps them (folded: its text -> Frame cache),
+        # for offconv.parallel to share with the other part's
+        self.frames: Optional[dict] = None
 
     def accepts(self, event: str, weight, unit: str, kind: str) -> bool:
         """Whether events of type ``event`` weighing ``weight`` each, met now (in input

@@ -167,3 +167,19 @@ def test_the_split_names_its_first_part_ahead_for_a_folded_output(monkeypatch, s
     folded = replace(base, aggregate=replace(base.aggregate, folded=True))
     assert pipeline.load([path], folded).folded_names is not None and split_all == [True]
     assert pipeline.load([path], base).folded_names is None
+
+
+def test_the_childs_frames_become_the_parents_equal_ones():
+    """parallel._dumps/_Unpickler: a Frame of the child's result equal to one this process
+    has comes back as that very object; others come back equal, each once."""
+    from offconv.model import Frame, Task, thread_frame
+    mine = {f: f for f in (Frame("main"), Frame("read", "[kernel.kallsyms]", "kernel"))}
+    t = thread_frame(Task("app", 1, 2))
+    stacks = [(t, Frame("main"), Frame("read", "[kernel.kallsyms]", "kernel")),
+              (t, Frame("main"), Frame("new"))]
+    back = parallel._Unpickler(parallel._dumps([(s, 1) for s in stacks]), mine).load()
+    assert [s for s, _ in back] == stacks
+    (s1, _), (s2, _) = back
+    assert s1[1] is next(f for f in mine if f.name == "main") and s2[1] is s1[1]
+    assert s1[2] is next(f for f in mine if f.name == "read")
+    assert s1[0] is s2[0] and s1[0].task == Task("app", 1, 2)

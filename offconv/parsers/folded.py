@@ -260,7 +260,8 @@ def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
         sums.add_records(parse(lines, path, opts, stats, head))
         return
     unit, kind = _unit_kind(which, opts)
-    plain = _PlainFrames().__getitem__
+    frames = sums.frames = _PlainFrames()
+    plain = frames.__getitem__
     counts = sums.counts
     add = counts.setdefault
     before_counts = sums.before
