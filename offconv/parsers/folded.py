@@ -260,7 +260,8 @@ def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
         sums.add_records(parse(lines, path, opts, stats, head))
         return
     unit, kind = _unit_kind(which, opts)
-    frames = sums.frames = _PlainFrames()
+    frames = _PlainFrames()
+    sums.frames = frames.values
     plain = frames.__getitem__
     counts = sums.counts
     add = counts.setdefault
