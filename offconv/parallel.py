@@ -4,9 +4,11 @@ child does the same with the second; the child's sums are then added in, in the 
 serial path would have met them (a dict keeps first-seen order), so every output is
 byte-identical to the serial path (tests/test_parallel.py checks it on every fixture).
 
-A format of one record per line (folded stacks, ``sum_lines``) is cut at a newline near
-the middle instead, and the child reads its part with the input's first lines, which
-decide a folded file's dialect.
+A format of one record per line (folded stacks, ``sum_lines``) is cut at a newline at 65%
+instead, and the child reads its part with the input's first lines, which decide a folded
+file's dialect. The child's Frames come back as this process's equal ones (_Unpickler), and
+for a folded output this process names its own stacks while the child still works
+(naming.FoldedNames).
 
 Only plain files (not stdin, gzip or perf.data) of at least ``MIN_BYTES`` whose records
 take the samples route are split; the off-CPU path keeps its state across events and stays
