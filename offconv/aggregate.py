@@ -4,7 +4,7 @@ counts them (by the period when perf printed one, else 1), or as the input state
 names are made later, by the renderers (offconv.naming)."""
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional
+from typing import Iterable, Optional
 
 from .errors import OffconvError
 from .model import ONCPU, SAMPLES, Profile, Sample, thread_frame
@@ -36,9 +36,9 @@ class Sums:
         self.unit = self.kind = None
         self.weighted = False   # a record weighed other than 1
         self.threads: dict = {}
-        # () -> the parser's distinct Frames, if it keeps them (its caches), for
-        # offconv.parallel to give the other part's equal Frames these objects
-        self.frames: Optional[Callable[[], Iterable]] = None
+        # the parser's distinct Frames, if it keeps them (folded: its text -> Frame cache),
+        # for offconv.parallel to share with the other part's
+        self.frames: Optional[dict] = None
 
     def accepts(self, event: str, weight, unit: str, kind: str) -> bool:
         """Whether events of type ``event`` weighing ``weight`` each, met now (in input

@@ -112,7 +112,7 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
             profile = sums.finish(profile, path)
             if fresh and opts.aggregate.folded:  # the child is still at work: name ours now
                 profile.folded_names = FoldedNames(opts.naming, list(sums.counts))
-            result = child.result(_own_frames(sums))
+            result = child.result()
     finally:
         child.stop()
     second_line = part1.next_lineno  # the number of the first line of the second part
@@ -172,7 +172,7 @@ def _load_split_lines(path: str, src: Source, fmt, opts, stats: dict, profile, s
         with gcpause.paused():
             fmt.sum_lines(part1.lines(), path, popts, stats1, sums)
             # the child's frames become this part's equal ones (_Unpickler)
-            result = child.result(_own_frames(sums))
+            result = child.result({f: f for f in (sums.frames or {}).values()})
     finally:
         child.stop()
     second_line = part1.next_lineno
@@ -213,11 +213,6 @@ def _shifted(result: tuple, lines: int) -> tuple:
         where, _, n = first.rpartition(":")
         stats["first_skipped"] = f"{where}:{int(n) + lines}"
     return samples, before, other, stats, (cut_line + lines if cut_line is not None else None)
-
-
-def _own_frames(sums: Sums) -> dict:
-    """Frame -> itself for the Frames this process's parser made (Sums.frames), if known."""
-    return {f: f for f in sums.frames()} if sums.frames is not None else {}
 
 
 def _reduce_frame(frame: Frame) -> tuple:

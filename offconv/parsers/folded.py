@@ -260,8 +260,7 @@ def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
         sums.add_records(parse(lines, path, opts, stats, head))
         return
     unit, kind = _unit_kind(which, opts)
-    frames = _PlainFrames()
-    sums.frames = frames.values
+    frames = sums.frames = _PlainFrames()
     plain = frames.__getitem__
     counts = sums.counts
     add = counts.setdefault

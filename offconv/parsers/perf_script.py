@@ -615,10 +615,6 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     hex_digits = _HEX_DIGITS
     counts = sums.counts
     add = counts.setdefault
-    # the distinct Frames of the caches (offconv.parallel gives the split's other part
-    # these objects): frame groups of the text after the address, leaf groups, threads
-    sums.frames = lambda: chain(chain.from_iterable(chain(names.values(), leaves.values())),
-                                (e[0] for e in entries))
 
     def flush():
         accepted: dict = {}  # entry -> counted (Sums.accepts, asked in input order)
