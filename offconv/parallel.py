@@ -102,7 +102,7 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
     popts = opts.parse
     want = popts.event_filter or first.event
     stats1: dict = {}  # merged only when the split goes ahead
-    child = _fork(_second_part, path, fmt, (cut, size), 1, popts, want)
+    child = _fork(_second_part, path, fmt, (cut, size), 1, popts, want, share_frames=False)
     try:
         before_warn = len(profile.warnings) if profile is not None else 0
         sums = Sums(popts)
@@ -258,14 +258,16 @@ class _fork:
     costs more to set up than the work it would save on a 16 MB input); ``result()`` is
     its return value (pickled back), or None when the child failed."""
 
-    def __init__(self, fn, *args):
+    def __init__(self, fn, *args, share_frames: bool = True):
         r, w = os.pipe()
+        self._share = share_frames
         self.pid = os.fork()
         if self.pid == 0:  # the child: never returns
             code = 1
             try:
                 os.close(r)
-                data = _dumps(fn(*args))
+                value = fn(*args)
+                data = _dumps(value) if share_frames else pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(w, "wb") as out:
                     out.write(data)
                 code = 0
@@ -284,6 +286,8 @@ class _fork:
         self.pid = None
         if status != 0 or not data:
             return None
+        if not self._share:
+            return pickle.loads(data)
         return _Unpickler(data, {} if frames is None else frames).load()
 
     def stop(self):
