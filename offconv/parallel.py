@@ -6,9 +6,9 @@ byte-identical to the serial path (tests/test_parallel.py checks it on every fix
 
 A format of one record per line (folded stacks, ``sum_lines``) is cut at a newline at 65%
 instead, and the child reads its part with the input's first lines, which decide a folded
-file's dialect. The child's Frames come back as this process's equal ones (_Unpickler), and
-for a folded output this process names its own stacks while the child still works
-(naming.FoldedNames).
+file's dialect; that child's Frames come back as this process's equal ones (_Unpickler: a
+perf script child's do not, which was faster there). For a folded output, this process
+names its own stacks while a perf script child still works (naming.FoldedNames).
 
 Only plain files (not stdin, gzip or perf.data) of at least ``MIN_BYTES`` whose records
 take the samples route are split; the off-CPU path keeps its state across events and stays
