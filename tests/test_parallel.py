@@ -183,3 +183,18 @@ def test_the_childs_frames_become_the_parents_equal_ones():
     assert s1[1] is next(f for f in mine if f.name == "main") and s2[1] is s1[1]
     assert s1[2] is next(f for f in mine if f.name == "read")
     assert s1[0] is s2[0] and s1[0].task == Task("app", 1, 2)
+
+
+OTHER_INPUTS = (sorted(p for d in ("bcc", "diff", "golden") for p in (FIX / d).rglob("*.folded"))
+                + sorted(FIX.glob("flamegraph-test/*.txt"))[:12])
+
+
+@pytest.mark.parametrize("path", OTHER_INPUTS, ids=lambda p: str(p.relative_to(FIX)))
+@pytest.mark.parametrize("to", ["speedscope", "pprof", "report", "json"])
+def test_split_equals_serial_in_the_other_outputs(path, to, monkeypatch, tmp_path, split_all):
+    """The outputs that keep the profile's first-seen order (speedscope, pprof) and the
+    reports, from folded and perf script inputs."""
+    serial = run(monkeypatch, tmp_path, "1", path, "--to", to)
+    split_all.clear()
+    split = run(monkeypatch, tmp_path, "2", path, "--to", to)
+    assert split == serial
