@@ -66,10 +66,11 @@ class Source:
     def lines(self) -> Iterator[tuple[int, str]]:
         """(number, text) of every line, numbered from ``first_lineno``; at the end,
         ``next_lineno`` is the number the line after the last would have."""
-        n = self.first_lineno - 1
-        for n, line in enumerate(_split(self._all_chunks(), "\n", self._cut), self.first_lineno):
-            yield n, line
-        self.next_lineno = n + 1
+        return enumerate(_split(self._all_chunks(), "\n", self._cut, self._ended),
+                         self.first_lineno)
+
+    def _ended(self, pieces: int) -> None:
+        self.next_lineno = self.first_lineno + pieces
 
     def _cut(self, pieces: int, last: str) -> None:
         """The input ended inside a line (a file cut short): remember its number."""
@@ -257,10 +258,11 @@ def _text_chunks(stream, size: int = 1 << 20) -> Iterator[str]:
             return
 
 
-def _split(chunks: Iterator[str], sep: str, cut=None) -> Iterator[str]:
+def _split(chunks: Iterator[str], sep: str, cut=None, ended=None) -> Iterator[str]:
     """Pieces of the concatenated chunks between separators; a final separator at the end
     of the input gives no empty last piece. ``cut(pieces, last)`` is called before the
-    last piece when the input does not end with a newline (a file cut short)."""
+    last piece when the input does not end with a newline (a file cut short);
+    ``ended(pieces)`` after the last, with their number."""
     rest = ""
     count = 0
     for chunk in chunks:
@@ -274,3 +276,6 @@ def _split(chunks: Iterator[str], sep: str, cut=None) -> Iterator[str]:
         cut(count + 1, rest)
     if rest:
         yield rest
+        count += 1
+    if ended is not None:
+        ended(count)
