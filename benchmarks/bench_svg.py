@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import io
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from offconv.options import Options  # noqa: E402
 from offconv.renderers.svg import render  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import input_file  # noqa: E402
+from _common import input_file, program  # noqa: E402
 
 FLAMEGRAPH_PL_S = 3.5   # shared/bench/README.md, 68k unique stacks
 TARGET_S = FLAMEGRAPH_PL_S / 2
@@ -98,7 +97,7 @@ def best_of(fn, repeat: int) -> float:
 def inferno_time(folded: Path, repeat: int):
     """Seconds for an inferno-compatible `flamegraph` on PATH, or (None, why)."""
     for name in ("inferno-flamegraph", "flamegraph"):
-        exe = shutil.which(name)
+        exe = program(name)
         if not exe:
             continue
         helptext = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout

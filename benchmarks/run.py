@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (CACHE, ROOT, SHARED_BENCH, input_file, java_file, jit_file,  # noqa: E402
-                     offconv_cmd, shallow_file, timed)
+                     offconv_cmd, program, shallow_file, timed)
 
 DEVNULL = subprocess.DEVNULL
 
@@ -194,7 +194,7 @@ def main() -> int:
 
     if "e2e" in only:
         data = perf_data()
-        fgbin = shutil.which("flamegraph")
+        fgbin = program("flamegraph")
         if data is None:
             rows.append(("perf.data → SVG", None, "inferno flamegraph --perfdata", "≤ 0.9", "no perf or not root"))
         else:
