@@ -15,7 +15,6 @@ from typing import Optional
 import click
 
 from . import formats, gcpause
-from .parsers import demangle, perf_data
 from .errors import EXIT_INTERNAL, OffconvError
 from .options import (KINDS, MODES, UNITS, AggregateOptions, FlameOptions, NamingOptions, Options,
                       ParseOptions, ReportOptions)
@@ -44,19 +43,8 @@ class DefaultGroup(click.Group):
         (``offconv: No such option: --bogus`` / ``Try 'offconv --help' for help.``)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
-        argv = sys.argv[1:] if args is None else list(args)
-        here = perf_data.demangle_here  # restored after the command (one process, many runs)
-        if "-" in argv:  # stdin cannot be read twice: no second run (parsers.demangle)
-            perf_data.demangle_here = False
         try:
-            try:
-                rv = super().main(argv, prog_name, complete_var, False, **extra)
-            except demangle.Retry:
-                # names offconv cannot demangle as perf does: run again, perf demangling
-                perf_data.retry_with_perf_demangling()
-                rv = super().main(argv, prog_name, complete_var, False, **extra)
-            finally:
-                perf_data.demangle_here = here
+            rv = super().main(args, prog_name, complete_var, False, **extra)
         except click.UsageError as e:
             sub = e.ctx.command.name if e.ctx is not None and e.ctx.parent is not None else None
             where = "offconv" if sub in (None, self.default) else f"offconv {sub}"
@@ -82,8 +70,7 @@ class DefaultGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("offconv: interrupted", err=True)
             ctx.exit(130)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort,
-                demangle.Retry):
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as e:  # a bug: one line and its own exit code, not a traceback
             if os.environ.get("OFFCONV_TRACEBACK"):

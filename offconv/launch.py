@@ -56,8 +56,6 @@ def prestart(args: list) -> None:
     if not args or args[0] in ("record", "--help", "-h", "--version"):
         return
     from .parsers import perf_data
-    if "-" in args:  # stdin cannot be read twice: perf demangles (see offconv.cli)
-        perf_data.demangle_here = False
     skip = False
     for a in args:
         if skip:

@@ -20,9 +20,6 @@ class ParseOptions:
     unit: Optional[str] = None     # --unit us|ms|ns|samples: what a folded/stack-map weight is in
     kind: Optional[str] = None     # --kind blocked|runq: what a histogram (or stack map) measures
     demangle: bool = False         # --demangle: legacy Rust symbols left mangled by older perf
-    # not an option: the input's parsers.demangle.Names when perf script ran with
-    # --no-demangle (perf.data input; set by pipeline.load)
-    names: object = None
 
 
 @dataclass(frozen=True)

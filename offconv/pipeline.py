@@ -123,18 +123,14 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
                 profile, sources[-1] = split
                 routes.add(SAMPLES)
                 continue
-        o = opts
-        if src.names is not None:  # perf left the names mangled: the parser demangles them
-            src.names.rust = opts.parse.demangle
-            o = replace(opts, parse=replace(opts.parse, names=src.names))
         if fmt.parse_blocks is not None:
-            route, records = _summed_or_routed(src, fmt, o, stats, agg.mode)
+            route, records = _summed_or_routed(src, fmt, opts, stats, agg.mode)
         elif fmt.sum_lines is not None and agg.mode in ("auto", ONCPU):
-            route, records = SAMPLES, Sums(o.parse)   # its records are all Samples
+            route, records = SAMPLES, Sums(opts.parse)   # its records are all Samples
             with gcpause.paused():
-                fmt.sum_lines(src.lines(), path, o.parse, stats, records)
+                fmt.sum_lines(src.lines(), path, opts.parse, stats, records)
         else:
-            route, records = _route(fmt.parse(src.lines(), path, o.parse, stats), agg.mode)
+            route, records = _route(fmt.parse(src.lines(), path, opts.parse, stats), agg.mode)
         routes.add(route)
         if len(routes) > 1:
             raise OffconvError(f"{path}: cannot merge off-CPU (sched event) inputs with "
@@ -144,7 +140,7 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
             continue
         records = _collect_histograms(records, histograms)
         if route == SAMPLES:
-            profile = aggregate_samples(records, o.parse, profile, path)
+            profile = aggregate_samples(records, opts.parse, profile, path)
         else:
             sched_inputs.append((path, records))
     if sched_inputs:

@@ -32,8 +32,6 @@ class Source:
         self.cut_line: Optional[int] = None  # the last line, when it has no final newline
         self.next_lineno: Optional[int] = None  # after block_lists(): the line after the last
         self._stream = self._open()
-        # perf.data converted by perf script --no-demangle: its parsers.demangle.Names
-        self.names = getattr(self._stream, "names", None)
         self._chunks = _text_chunks(self._stream)
         self._first = self._read_first()
         self.head: list[str] = self._first.split("\n", SNIFF_LINES)[:SNIFF_LINES]

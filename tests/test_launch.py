@@ -29,12 +29,11 @@ def test_convert_takes_the_started_process_over():
     launch.prestart([str(DATA), "--mode", "oncpu"])
     started = perf_data._STARTED[os.path.abspath(DATA)][0]
     stream, finish = perf_data.convert(str(DATA))
-    # the stream is perf's stdout, or read through parsers.demangle.Demangled
-    assert getattr(stream, "_raw", stream) is started.stdout and not perf_data._STARTED
+    assert stream is started.stdout and not perf_data._STARTED
     text = stream.read()
     finish()
     fresh, finish2 = perf_data.convert(str(DATA))  # nothing started: a new process
-    assert getattr(fresh, "_raw", fresh) is not started.stdout
+    assert fresh is not started.stdout
     assert fresh.read() == text and text.count(b"sched:sched_switch") > 100
     finish2()
 

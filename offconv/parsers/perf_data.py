@@ -11,14 +11,8 @@ import tempfile
 
 from ..errors import OffconvError
 from ..format_types import InputFormat
-from . import demangle
 
 MAGIC = b"PERFILE2"
-
-# Names are demangled by offconv (parsers.demangle), not by perf script, unless this is
-# False: set when c++filt is missing, when $OFFCONV_PERF_DEMANGLE is set, and for the
-# second run of a command whose names offconv could not demangle exactly as perf does.
-demangle_here = True
 
 
 def convert(path: str):
@@ -35,9 +29,6 @@ def convert(path: str):
             raise OffconvError(f"{path}: is perf.data, but 'perf' is not on PATH to convert it "
                                "(install linux-perf, or run 'perf script -i FILE > FILE.txt')")
         proc, err = _start(perf, path)
-    stream = proc.stdout
-    if "--no-demangle" in proc.args:
-        stream = demangle.Demangled(stream, demangle.Names(_CXXFILT[0]))
 
     def finish() -> None:
         rc = proc.wait()
@@ -47,21 +38,14 @@ def convert(path: str):
         if rc != 0:
             raise OffconvError(f"{path}: perf script failed: {_first_message(text, rc)}")
 
-    return stream, finish
-
-
-_CXXFILT: list = []  # [the c++filt found, or None], looked up once
+    return proc.stdout, finish
 
 
 def _start(perf: str, path: str):
     # stderr to a file, not a pipe: perf can print more warnings than a pipe holds
     err = tempfile.TemporaryFile()
-    if not _CXXFILT:
-        _CXXFILT.append(demangle.cxxfilt())
-    args = [perf, "script", "-i", path]
-    if demangle_here and _CXXFILT[0] is not None:
-        args.append("--no-demangle")
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen([perf, "script", "-i", path], stdout=subprocess.PIPE,
+                            stderr=err, stdin=subprocess.DEVNULL)
     _widen_pipe(proc.stdout)
     return proc, err
 
@@ -80,14 +64,6 @@ def prestart(path: str) -> None:
     if len(_STARTED) == 1:
         import atexit
         atexit.register(_stop_unused)
-
-
-def retry_with_perf_demangling() -> None:
-    """After demangle.Retry: perf demangles from now on; conversions started ahead are
-    stopped (the command runs again and starts its own)."""
-    global demangle_here
-    demangle_here = False
-    _stop_unused()
 
 
 def _stop_unused() -> None:

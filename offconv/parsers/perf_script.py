@@ -262,15 +262,9 @@ _PLAIN_FRAME = re.compile(r"\s*[0-9a-fA-F]+ ([^\s(\[+](?:[^(]*?[^\s(])??)(?:\+0x
                           r"\(([^()]+)\)\s*$")
 
 
-def parse_frame(text: str, addrs: bool, demangle=False) -> tuple:
+def parse_frame(text: str, addrs: bool, demangle: bool = False) -> tuple:
     """One callchain line -> its frames in root-first order (``a->b`` Java inlining gives
-    several; a ``(process name)`` pseudo-frame gives none). ``demangle``: True for
-    --demangle, or the parsers.demangle.Names of a perf script run with --no-demangle,
-    which turns the line into the one perf prints with its demangling on (it carries
-    --demangle itself)."""
-    if demangle and demangle is not True:
-        text = demangle.line(text)
-        demangle = demangle.rust
+    several; a ``(process name)`` pseudo-frame gives none)."""
     m = _PLAIN_FRAME.match(text)
     if m is not None:
         func, module = m.groups()
@@ -367,7 +361,7 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
     """Numbered lines -> Sample and SchedEvent records, in input order. Streams: memory is
     one event plus the cache of cleaned frame lines."""
     addrs = opts.addrs
-    demangle = opts.names or opts.demangle  # parsers.demangle.Names: see parse_frame
+    demangle = opts.demangle
     cache: dict = {}
     cache_get = cache.get
     groups: list = []
@@ -460,7 +454,7 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
     line. Anything unusual in a block (comments, an unindented line, a header with its
     first frame, a malformed line) sends that block through ``parse`` unchanged."""
     addrs = opts.addrs
-    demangle = opts.names or opts.demangle  # parsers.demangle.Names: see parse_frame
+    demangle = opts.demangle
     frames: dict = {}   # frame line -> frames
     frames_get = frames.get
     names: dict = {}    # the line's text after the address -> frames (see _new_frame)
@@ -606,7 +600,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     if opts.addrs:  # the addresses are kept in the frames: no key can leave them out
         sums.add_records(parse_blocks(_numbered(lists), path, opts, stats))
         return
-    demangle = opts.names or opts.demangle  # parsers.demangle.Names: see parse_frame
+    demangle = opts.demangle
     heads: dict = {}       # header without its timestamp -> index into entries
     heads_get = heads.get
     entries: list = []     # (thread frame, period, event)
