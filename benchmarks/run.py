@@ -215,6 +215,15 @@ def main() -> int:
                          "inferno's flamegraph --perfdata", "≤ 0.9",
                          f"`perf script > /dev/null` alone {floor:.2f} s; into a pipe drained by a "
                          f"process that discards it {piped:.2f} s"))
+            # the Java recording's perf.data (java_file): deep JIT stacks, 112 MB of text from
+            # 17 MB, where the parser is slower than perf script (the other shape)
+            jdata = CACHE / "java" / "java.data"
+            if java_file("100M") is not None and jdata.exists():
+                r = measure(a.runs, offconv_cmd(str(jdata), "--mode", "oncpu", "-o", str(out / "offconv-java.svg")),
+                            [fgbin, "--perfdata", str(jdata), "-o", str(out / "inferno-java.svg")] if fgbin else None,
+                            [jdata])
+                rows.append((f"perf.data, Java ({jdata.stat().st_size / 1e6:.0f} MB, 55 s, -F 999 -g -a) → SVG",
+                             r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
 
     if "rss" in only:
         sizes = ["100M"] + (["1G"] if a.big else [])
