@@ -1,5 +1,5 @@
 """The console entry point, run before the rest of offconv is imported: ``perf script`` is
-started at once on each perf.data input named on the command line, so that it works while
+started at once on the first input when it is a perf.data, so that it works while
 Python imports offconv and parses the command line (about 0.1 s, an eighth of a 20 s
 recording's conversion); offconv.parsers.perf_data then takes the running converter over.
 Converters that nobody takes over (a usage error, a file given as an option's value) are
@@ -73,3 +73,7 @@ def prestart(args: list) -> None:
             continue
         if magic == perf_data.MAGIC:
             perf_data.prestart(a)
+        # only the first input: a later one's perf script would write its whole text into
+        # its file while the ones before it are parsed (perf_data.Follow bounds only the
+        # file it reads)
+        return

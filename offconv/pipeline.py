@@ -41,12 +41,20 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
     """(SAMPLES, aggregate.Sums) when the format sums its own samples (sum_blocks) and the
     input's first block list already decides the samples route; else (route, records), as
     _route gives them."""
-    lists, route, _ = peek(src, fmt, opts, mode)
+    lists, route, first = peek(src, fmt, opts, mode)
     if route == SAMPLES:
         sums = Sums(opts.parse)
-        with gcpause.paused():
-            fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
-                           streaming=src.binary_format is not None)
+        from .parallel import follow_split  # perf.data: the end of perf's output, if the
+        split = follow_split(src, fmt, opts, first)  # parser lags, over two processes
+        try:
+            with gcpause.paused():
+                fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
+                               streaming=src.binary_format is not None)
+            if split is not None:
+                split.merge_into(sums, stats, src)
+        finally:
+            if split is not None:
+                split.stop()
         return SAMPLES, sums
     blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in lists)
     return _route(fmt.parse_blocks(blocks, src.path, opts.parse, stats), mode)

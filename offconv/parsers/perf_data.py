@@ -1,13 +1,21 @@
-"""perf.data (perf record's binary file) -> perf script text, through a pipe (streamed).
+"""perf.data (perf record's binary file) -> perf script text, read as perf writes it.
 
 Recognised by its magic ``PERFILE2`` (tools/perf/util/header.c); the text perf script
-prints is then detected and parsed like any other input (normally perf-script)."""
+prints is then detected and parsed like any other input (normally perf-script). perf writes
+into an unlinked temporary file (in $TMPDIR), not a pipe: ``Follow`` reads it as it grows,
+and when perf ends with much of it unread -- the parser was the slower side, as on a Java
+recording -- offconv.parallel.FollowSplit gives the end of it to a second process. The file
+holds only what is not read yet (holes are punched behind the reader) and at most ``LAG``
+bytes of it (perf is stopped until the reader catches up)."""
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
+from typing import Optional
 
 from ..errors import OffconvError
 from ..format_types import InputFormat
@@ -16,21 +24,23 @@ MAGIC = b"PERFILE2"
 
 
 def convert(path: str):
-    """(binary stream of perf script's stdout, finish()). ``finish`` waits for perf and
+    """(binary stream of perf script's output, finish()). ``finish`` waits for perf and
     raises OffconvError with perf's own first message when it failed."""
     if path == "-":
         raise OffconvError("-: perf.data on stdin is not supported: give its path")
     started = _STARTED.pop(os.path.abspath(path), None)
     if started is not None:
-        proc, err = started
+        proc, err, out = started
     else:
         perf = shutil.which("perf")
         if perf is None:
             raise OffconvError(f"{path}: is perf.data, but 'perf' is not on PATH to convert it "
                                "(install linux-perf, or run 'perf script -i FILE > FILE.txt')")
-        proc, err = _start(perf, path)
+        proc, err, out = _start(perf, path)
+    stream = Follow(proc, out)
 
     def finish() -> None:
+        stream.resume()
         rc = proc.wait()
         err.seek(0)
         text = err.read().decode("utf-8", "replace")
@@ -38,16 +48,135 @@ def convert(path: str):
         if rc != 0:
             raise OffconvError(f"{path}: perf script failed: {_first_message(text, rc)}")
 
-    return proc.stdout, finish
+    return stream, finish
 
 
 def _start(perf: str, path: str):
-    # stderr to a file, not a pipe: perf can print more warnings than a pipe holds
+    # stderr to a file, not a pipe: perf can print more warnings than a pipe holds; stdout
+    # to an unlinked file that Follow reads as it grows (a second process can then parse
+    # its end: offconv.parallel.follow_split)
     err = tempfile.TemporaryFile()
-    proc = subprocess.Popen([perf, "script", "-i", path], stdout=subprocess.PIPE,
-                            stderr=err, stdin=subprocess.DEVNULL)
-    _widen_pipe(proc.stdout)
-    return proc, err
+    out = tempfile.TemporaryFile()
+    proc = subprocess.Popen([perf, "script", "-i", path], stdout=out, stderr=err,
+                            stdin=subprocess.DEVNULL)
+    return proc, err, out
+
+
+class Follow:
+    """perf script's output file, read while perf writes it: a read waits (in steps of
+    ``WAIT`` s) until ``ENOUGH`` new bytes are there or perf has ended, and the end of the
+    file is known only then. ``on_done(pos, size)``, if set, is called once at that moment
+    with the bytes read so far and the file's size; it may return an offset where this
+    stream is to end instead (the rest is another process's: offconv.parallel).
+    Text read is cut out of the file behind the reader (a hole: the disk holds what is not
+    parsed yet), and perf is stopped while more than ``LAG`` bytes wait (SIGSTOP/SIGCONT),
+    so the file never holds more than that."""
+
+    WAIT = 0.002
+    ENOUGH = 256 << 10
+    LAG = 256 << 20
+    PUNCH = 16 << 20
+
+    def __init__(self, proc, out):
+        self._proc = proc
+        self._out = out
+        self.fd = out.fileno()
+        self.pos = 0
+        self.end: Optional[int] = None
+        self.on_done = None
+        self._stopped = False
+        self._punched = 0
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:  # all of it
+            parts = []
+            while True:
+                part = self.read(1 << 20)
+                if not part:
+                    return b"".join(parts)
+                parts.append(part)
+        while True:
+            if self.end is not None:
+                n = min(size, self.end - self.pos)
+                data = os.pread(self.fd, n, self.pos) if n > 0 else b""
+                break
+            running = self._proc.poll() is None
+            data = os.pread(self.fd, size, self.pos)
+            if running and len(data) >= min(size, self.ENOUGH):
+                self._throttle()
+                break
+            if running:
+                self.resume()
+                time.sleep(self.WAIT)
+                continue
+            total = os.fstat(self.fd).st_size  # perf has ended: the file is complete
+            self.end = total
+            if self.on_done is not None:
+                done, self.on_done = self.on_done, None
+                cut = done(self.pos, total)
+                if cut is not None:
+                    self.end = cut
+            if data:  # read before perf's end was seen: give it (at most to the end)
+                data = data[:max(0, self.end - self.pos)]
+                break
+        self.pos += len(data)
+        if self.pos - self._punched >= self.PUNCH:
+            self._punched = _punch(self.fd, self._punched, self.pos)
+        return data
+
+    def _throttle(self) -> None:
+        lag = os.fstat(self.fd).st_size - self.pos
+        if self._stopped:
+            if lag < self.LAG // 2:
+                self.resume()
+        elif lag > self.LAG and self._proc.returncode is None:
+            try:
+                os.kill(self._proc.pid, signal.SIGSTOP)
+                self._stopped = True
+            except OSError:
+                pass
+
+    def resume(self) -> None:
+        """Let a stopped perf go on (before waiting for it, and when its output is read)."""
+        if self._stopped:
+            self._stopped = False
+            try:
+                os.kill(self._proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+
+    def fileno(self):
+        return self.fd
+
+    def close(self):
+        self.resume()
+        self._out.close()
+
+
+def _punch(fd: int, start: int, end: int) -> int:
+    """Free the file's bytes [start, end) rounded to whole MiB (fallocate PUNCH_HOLE, the
+    size kept); the new start. Where that is not supported the file keeps them."""
+    end &= ~((1 << 20) - 1)
+    if end <= start:
+        return start
+    try:
+        _fallocate()(fd, 3, start, end - start)  # FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE
+    except Exception:  # noqa: BLE001 - an optimisation of disk space only
+        pass
+    return end
+
+
+_FALLOCATE: list = []
+
+
+def _fallocate():
+    if not _FALLOCATE:
+        import ctypes  # here: 3 ms that perf script's start need not wait for
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.fallocate
+        fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+        _FALLOCATE.append(fn)
+    return _FALLOCATE[0]
 
 
 _STARTED: dict = {}  # absolute path -> (perf script process, its stderr file), see prestart
@@ -67,10 +196,10 @@ def prestart(path: str) -> None:
 
 
 def _stop_unused() -> None:
-    for proc, err in _STARTED.values():
+    for proc, err, out in _STARTED.values():
         proc.kill()
         proc.wait()
-        proc.stdout.close()
+        out.close()
         err.close()
     _STARTED.clear()
 
@@ -92,15 +221,6 @@ def _first_message(stderr: str, rc: int) -> str:
             name = f"signal {-rc}"
         return f"perf was killed by {name} (a truncated or corrupt file?)"
     return f"exit status {rc}"
-
-
-def _widen_pipe(stream, size: int = 1 << 20) -> None:
-    """A 1 MiB pipe instead of 64 KiB: far fewer wakeups between perf script and us."""
-    try:
-        import fcntl
-        fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
-    except (OSError, ImportError, ValueError):
-        pass
 
 
 FORMAT = InputFormat(name="perf-data", magic=MAGIC, convert=convert,

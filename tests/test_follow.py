@@ -1,0 +1,244 @@
+"""perf.data input: perf script's output is read from a file as perf writes it
+(perf_data.Follow), and when perf ends with much still unread (the parser was the slower
+side), the rest is split over two processes (parallel.FollowSplit). Both must give what the
+serial path gives, byte for byte, with the same warnings, errors and line numbers.
+
+perf itself is played by a process that writes a perf script text fixture in two steps
+(the first fifth, a pause, the rest), so that the split happens whatever this machine's
+speed: the reader has the first step, perf "ends" with the rest unread."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from offconv import parallel
+from offconv.cli import app
+from offconv.parsers import perf_data
+
+FIX = Path(__file__).parent / "fixtures"
+TEXTS = sorted(p for p in (FIX / "flamegraph-test").glob("*.txt"))
+WRITER = ("import sys, time\n"
+          "d = open(sys.argv[1], 'rb').read(); n = int(sys.argv[2])\n"
+          "sys.stdout.buffer.write(d[:n]); sys.stdout.flush(); time.sleep(float(sys.argv[3]))\n"
+          "sys.stdout.buffer.write(d[n:])\n")
+
+
+class FakePerf:
+    """perf script as Follow sees it: the first part of ``text`` is written at once; the
+    rest, and perf's end, come at the first poll after the reader has read the first part
+    and offconv has decided how to split (Follow.on_done set), or after 50 polls."""
+
+    def __init__(self, out, text: bytes, first: int):
+        out.write(text[:first])
+        out.flush()
+        self._out, self._rest, self._first = out, text[first:], first
+        self.returncode = None
+        self.pid = -1
+        self.follow = None
+        self._polls = 0
+
+    def poll(self):
+        if self.returncode is None:
+            self._polls += 1
+            f = self.follow
+            if self._polls > 50 or (f is not None and f.on_done is not None and f.pos >= self._first):
+                self._out.write(self._rest)
+                self._out.flush()
+                self.returncode = 0
+        return self.returncode
+
+    def wait(self):
+        return self.poll() if self.returncode is None else self.returncode
+
+
+@pytest.fixture
+def perf_plays(monkeypatch, tmp_path):
+    """Run offconv on a fake perf.data whose 'perf script' writes a text (FakePerf);
+    returns run(text_path, jobs, *args) -> (exit code, output, bytes written) and the list
+    of the split decisions taken (a cut offset, or None)."""
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
+    monkeypatch.setattr(perf_data.Follow, "ENOUGH", 1)  # give the first part as soon as it is there
+    cuts = []
+    real_done = parallel.FollowSplit._done
+
+    def done(self, pos, size):
+        cut = real_done(self, pos, size)
+        cuts.append(cut)
+        return cut
+
+    monkeypatch.setattr(parallel.FollowSplit, "_done", done)
+    state = {}
+
+    def start(perf, path):
+        text = state["text"].read_bytes()
+        lines250 = 0
+        for _ in range(250):
+            lines250 = text.find(b"\n", lines250) + 1 or len(text)
+        first = text.find(b"\n\n", max(len(text) // 5, lines250))
+        first = len(text) // 2 if first < 0 else first + 2
+        err = tempfile.TemporaryFile()
+        out = tempfile.TemporaryFile()
+        state["proc"] = FakePerf(out, text, first)
+        return state["proc"], err, out
+
+    real_follow = perf_data.Follow
+
+    class Follow(real_follow):
+        def __init__(self, proc, out):
+            super().__init__(proc, out)
+            proc.follow = self
+
+    monkeypatch.setattr(perf_data, "_start", start)
+    monkeypatch.setattr(perf_data, "Follow", Follow)
+    data = tmp_path / "fake.data"
+    data.write_bytes(perf_data.MAGIC + b"\0" * 64)
+
+    def run(text: Path, jobs: str, *args: str):
+        state["text"] = text
+        monkeypatch.setenv("OFFCONV_JOBS", jobs)
+        out = tmp_path / f"out-{jobs}"
+        r = CliRunner().invoke(app, [str(data), *args, "-o", str(out)])
+        got = out.read_bytes() if out.exists() else None
+        if out.exists():
+            out.unlink()
+        return r.exit_code, r.output, got
+
+    return run, cuts
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("args", [("--mode", "oncpu", "--to", "folded", "--tid"), ("--to", "svg")],
+                         ids=["folded", "svg"])
+def test_the_followed_split_equals_serial(text, args, perf_plays):
+    run, cuts = perf_plays
+    serial = run(text, "1", *args)
+    assert cuts == []
+    split = run(text, "2", *args)
+    assert split == serial
+
+
+def test_the_split_happens(perf_plays):
+    """The comparison above means something: the perf script fixtures are really split."""
+    run, cuts = perf_plays
+    big = [t for t in TEXTS if t.read_bytes().count(b"\n") > 300]  # the others are read whole at once
+    assert len(big) >= 9
+    for text in big:
+        run(text, "2", "--mode", "oncpu", "--to", "folded")
+    assert len(cuts) == len(big) and None not in cuts, cuts
+
+
+def test_line_numbers_of_the_second_part(perf_plays, tmp_path):
+    """The child numbers its lines from 1; the parent shifts them: a line skipped with
+    --lenient and the line cut short at the end are named as the serial path names them,
+    and without --lenient the error is the same."""
+    run, cuts = perf_plays
+    events = "".join(f"a 1 [000] {i}.0: 1 cycles:\n\tff f (b)\n\n" for i in range(1, 40))
+    bad = tmp_path / "bad.txt"  # the bad line near the end: in the child's part
+    bad.write_text(events * 9 + "a 1 [000] 800.6x: cycles:\n\tff f (b)\n\n" + events
+                   + "a 1 [000] 900.0: 1 cycles:\n\tff f (b)")
+    bad_line = 9 * 117 + 1
+    last_line = bad_line + 3 + 117 + 1
+    args = ("--mode", "oncpu", "--to", "folded", "--lenient")
+    serial = run(bad, "1", *args)
+    split = run(bad, "2", *args)
+    assert cuts and cuts[-1] is not None and cuts[-1] < bad.read_text().index("800.6x")
+    assert split == serial and serial[0] == 0
+    assert f":{bad_line})" in serial[1] and f":{last_line}: the input ends" in serial[1], serial[1]
+    strict = [run(bad, j, "--mode", "oncpu", "--to", "folded") for j in "12"]
+    assert strict[0][0] == 2 and strict[0] == strict[1] and f":{bad_line}:" in strict[0][1]
+
+
+def test_follow_reads_what_perf_writes_and_ends_at_the_cut(tmp_path):
+    text = b"".join(b"line %d\n" % i for i in range(100000))
+    src = tmp_path / "t.txt"
+    src.write_bytes(text)
+    out = tempfile.TemporaryFile()
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(src), str(len(text) // 3), "0.2"], stdout=out)
+    f = perf_data.Follow(proc, out)
+    seen = []
+    f.on_done = lambda pos, size: seen.append((pos, size)) or size - 7
+    got = b""
+    while True:
+        d = f.read(1 << 16)
+        if not d:
+            break
+        got += d
+    proc.wait()
+    f.close()
+    assert seen and seen[0][1] == len(text) and got == text[:-7]
+
+
+def test_a_lagging_reader_stops_perf_and_lets_it_go_on(tmp_path, monkeypatch):
+    """More than LAG bytes unread: perf is stopped (SIGSTOP) and continued (SIGCONT) when
+    the reader has caught up with half of it; the text is whole."""
+    monkeypatch.setattr(perf_data.Follow, "LAG", 1 << 20)
+    sent = []
+    real_kill = os.kill
+    monkeypatch.setattr(perf_data.os, "kill", lambda pid, sig: sent.append(sig) or real_kill(pid, sig))
+    text = b"".join(b"a line of text %09d\n" % i for i in range(400000))  # 10 MB
+    out = tempfile.TemporaryFile()
+    out.write(text)  # all of it written before the first read: the reader lags by 10 MB
+    out.flush()
+    sleeper = subprocess.Popen(["sleep", "30"])  # perf, as far as its signals go
+
+    class Running:
+        pid = sleeper.pid
+        returncode = None
+
+        def poll(self):
+            return self.returncode
+
+    proc = Running()
+    f = perf_data.Follow(proc, out)
+    try:
+        first = f.read(1 << 20)
+        assert sent == [signal.SIGSTOP]
+        assert open(f"/proc/{sleeper.pid}/stat").read().split()[2] == "T"  # stopped
+        rest = b""
+        while len(first) + len(rest) < len(text) - (1 << 19):
+            assert sent == [signal.SIGSTOP]
+            rest += f.read(1 << 18)
+        rest += f.read(1 << 18)
+        assert sent == [signal.SIGSTOP, signal.SIGCONT]  # less than half of LAG to read
+        proc.returncode = 0  # now it has ended
+        while True:
+            d = f.read(1 << 20)
+            if not d:
+                break
+            rest += d
+        f.close()
+        assert first + rest == text
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_read_text_is_freed_behind_the_reader(tmp_path):
+    """Holes are punched behind the reader: the file's blocks on disk stay near the
+    unread part, not the whole text."""
+    text = b"x" * (40 << 20)
+    out = tempfile.TemporaryFile()
+    out.write(text)
+    out.flush()
+
+    class Ended:
+        returncode = 0
+        pid = -1
+
+        def poll(self):
+            return 0
+
+    f = perf_data.Follow(Ended(), out)
+    while f.read(1 << 20):
+        pass
+    blocks = os.fstat(f.fd).st_blocks * 512
+    f.close()
+    assert blocks < (20 << 20), blocks
