@@ -242,3 +242,13 @@ def test_read_text_is_freed_behind_the_reader(tmp_path):
     blocks = os.fstat(f.fd).st_blocks * 512
     f.close()
     assert blocks < (20 << 20), blocks
+
+
+def test_a_perf_still_running_when_the_reader_is_done_is_killed(tmp_path):
+    """An input whose parse fails early: perf would go on writing a file nobody reads
+    (with a pipe, its closing ended perf); closing the stream kills it."""
+    out = tempfile.TemporaryFile()
+    proc = subprocess.Popen(["sleep", "30"], stdout=out)
+    f = perf_data.Follow(proc, out)
+    f.close()
+    assert proc.returncode is not None and proc.returncode < 0

@@ -149,6 +149,14 @@ class Follow:
         return self.fd
 
     def close(self):
+        """Done with the output: a perf still running (the input's parse failed, or ended
+        early) is killed, as a pipe's closing would have ended it."""
+        if self._proc.poll() is None:
+            try:
+                self._proc.kill()
+                self._proc.wait()
+            except OSError:
+                pass
         self.resume()
         self._out.close()
 
