@@ -61,22 +61,25 @@ def cut_point(path: str, size: int, sep: bytes = b"\n\n", share: float = FIRST_S
     return cut if cut < size else None
 
 
-def _second_part(path, fmt, span, first_lineno, popts, want):
-    """In the child: the second part's sums, or None when it failed (the parent then
-    parses it itself, to raise the same error in the same way)."""
+def _second_part(name, path, fmt, span, first_lineno, popts, want):
+    """In the child: the sums of bytes ``span`` of the file ``name`` (the input ``path``,
+    which messages name, or perf script's output of it), or None when it failed (the parent
+    then parses it itself, to raise the same error in the same way)."""
     try:
-        return _second_part_here(Source(path, span=span, first_lineno=first_lineno), path, fmt,
+        return _second_part_here(Source(name, span=span, first_lineno=first_lineno), path, fmt,
                                  popts, want)
     except BaseException:  # noqa: BLE001 - reported by the parent's own parse
         return None
 
 
 def _second_part_here(src, path, fmt, popts, want):
+    """(Sums.part(), whether another event type was left out, parse stats, the line cut
+    short at the end or None)."""
     stats: dict = {}
     sums = Sums(replace(popts, event_filter=want))
     with gcpause.paused():
         fmt.sum_blocks(src.block_lists(), path, popts, stats, sums)
-    return list(sums.counts.items()), sums.before, sums.other, stats, src.cut_line
+    return sums.part(), sums.other, stats, src.cut_line
 
 
 def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
@@ -104,7 +107,7 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
     popts = opts.parse
     want = popts.event_filter or first.event
     stats1: dict = {}  # merged only when the split goes ahead
-    child = _fork(_second_part, path, fmt, (cut, size), 1, popts, want, share_frames=False)
+    child = _fork(_second_part, path, path, fmt, (cut, size), 1, popts, want, share_frames=False)
     try:
         before_warn = len(profile.warnings) if profile is not None else 0
         sums = Sums(popts)
@@ -123,7 +126,7 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
         result = _second_part_here(part2, path, fmt, popts, want)
     else:                # the child numbered its lines from 1
         result = _shifted(result, second_line - 1)
-    samples2, before2, other, stats2, cut_line = result
+    (samples2, before2, *_), other, stats2, cut_line = result
     add_weights(profile, samples2, before2)
     message = f"Filtering for events of type: {want}"
     if other and popts.event_filter is None and message not in profile.warnings[before_warn:]:
@@ -163,7 +166,7 @@ class FollowSplit:
         cut = middle + k + 2
         self._fd = os.dup(self._follow.fd)  # the parent's own, should it parse the rest itself
         self.span = (cut, size)
-        self.child = _fork(_stream_part, self._name(), self._path, self._fmt, self.span,
+        self.child = _fork(_second_part, self._name(), self._path, self._fmt, self.span, 1,
                            self._popts, self._want, share_frames=False)
         return cut
 
@@ -182,7 +185,7 @@ class FollowSplit:
             second_line = src.next_lineno
             if result is None:  # the second part failed: parse it here, in order, to raise its error
                 part2 = Source(self._name(), span=self.span, first_lineno=second_line)
-                result = _stream_part_here(part2, self._path, self._fmt, self._popts, self._want)
+                result = _second_part_here(part2, self._path, self._fmt, self._popts, self._want)
             else:
                 result = _shifted(result, second_line - 1)
         finally:
@@ -208,23 +211,6 @@ def follow_split(src: Source, fmt, opts, first) -> Optional[FollowSplit]:
     if opts.parse.addrs:
         return None
     return FollowSplit(follow, fmt, src.path, opts.parse, opts.parse.event_filter or first.event)
-
-
-def _stream_part(name, path, fmt, span, popts, want):
-    """In the child: the sums of bytes ``span`` of the file ``name`` (perf script's output
-    of the input ``path``, which messages name), or None when it failed."""
-    try:
-        return _stream_part_here(Source(name, span=span), path, fmt, popts, want)
-    except BaseException:  # noqa: BLE001 - reported by the parent's own parse
-        return None
-
-
-def _stream_part_here(src, path, fmt, popts, want):
-    stats: dict = {}
-    sums = Sums(replace(popts, event_filter=want))
-    with gcpause.paused():
-        fmt.sum_blocks(src.block_lists(), path, popts, stats, sums)
-    return sums.part(), sums.other, stats, src.cut_line
 
 
 # a format of one record per line (folded): the parent takes more than half, as it also

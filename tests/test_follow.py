@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,10 @@ def test_a_lagging_reader_stops_perf_and_lets_it_go_on(tmp_path, monkeypatch):
     try:
         first = f.read(1 << 20)
         assert sent == [signal.SIGSTOP]
+        for _ in range(200):  # the signal is delivered when the process is next scheduled
+            if open(f"/proc/{sleeper.pid}/stat").read().split()[2] == "T":
+                break
+            time.sleep(0.005)
         assert open(f"/proc/{sleeper.pid}/stat").read().split()[2] == "T"  # stopped
         rest = b""
         while len(first) + len(rest) < len(text) - (1 << 19):
