@@ -51,10 +51,13 @@ def cut_point(path: str, size: int, sep: bytes = b"\n\n", share: float = FIRST_S
     (The number of the line there is known only once the first part is read: the child
     numbers its lines from 1 and the parent shifts what it reports.)"""
     with open(path, "rb") as f:
-        middle = int(size * share)
-        f.seek(middle)
-        window = f.read(CUT_SEARCH)
-    k = window.find(sep)
+        return _cut_in(f.fileno(), 0, size, sep, share)
+
+
+def _cut_in(fd: int, start: int, size: int, sep: bytes, share: float) -> Optional[int]:
+    """cut_point within bytes [start, size) of an open file."""
+    middle = start + int((size - start) * share)
+    k = os.pread(fd, CUT_SEARCH, middle).find(sep)
     if k < 0:
         return None
     cut = middle + k + len(sep)
@@ -158,12 +161,9 @@ class FollowSplit:
     def _done(self, pos: int, size: int) -> Optional[int]:
         if size - pos < MIN_BYTES:
             return None
-        middle = pos + int((size - pos) * FIRST_SHARE)
-        window = os.pread(self._follow.fd, CUT_SEARCH, middle)
-        k = window.find(b"\n\n")
-        if k < 0 or middle + k + 2 >= size:
+        cut = _cut_in(self._follow.fd, pos, size, b"\n\n", FIRST_SHARE)
+        if cut is None:
             return None
-        cut = middle + k + 2
         self._fd = os.dup(self._follow.fd)  # the parent's own, should it parse the rest itself
         self.span = (cut, size)
         self.child = _fork(_second_part, self._name(), self._path, self._fmt, self.span, 1,

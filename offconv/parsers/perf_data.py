@@ -187,7 +187,8 @@ def _fallocate():
     return _FALLOCATE[0]
 
 
-_STARTED: dict = {}  # absolute path -> (perf script process, its stderr file), see prestart
+# absolute path -> (perf script process, its stderr file, its output file), see prestart
+_STARTED: dict = {}
 
 
 def prestart(path: str) -> None:
