@@ -72,7 +72,8 @@ def prestart(args: list) -> None:
         except OSError:
             continue
         if magic == perf_data.MAGIC:
-            perf_data.prestart(a)
+            # --demangle (legacy Rust names, after perf's demangling): perf demangles
+            perf_data.prestart(a, demangle_here="--demangle" not in args)
         # only the first input: a later one's perf script would write its whole text into
         # its file while the ones before it are parsed (perf_data.Follow bounds only the
         # file it reads)

@@ -30,6 +30,7 @@ from . import gcpause
 from .aggregate import Sums, add_weights
 from .model import Frame
 from .naming import FoldedNames
+from .parsers import demangle
 from .source import Source
 
 MIN_BYTES = 16 << 20   # below this, forking costs more than it saves
@@ -82,6 +83,7 @@ def _second_part_here(src, path, fmt, popts, want):
     sums = Sums(replace(popts, event_filter=want))
     with gcpause.paused():
         fmt.sum_blocks(src.block_lists(), path, popts, stats, sums)
+        demangle.apply_noted(sums, popts.addrs)  # perf.data converted with --no-demangle
     return sums.part(), sums.other, stats, src.cut_line
 
 

@@ -6,6 +6,7 @@ type (offconv.model), never by the name of the format that produced them:
 are summed per stack, ``Histogram`` records are collected."""
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import replace
 from itertools import chain
 from typing import Iterable, Iterator, Optional
@@ -20,10 +21,11 @@ from .source import Source, numbered_blocks
 SCHED, SAMPLES = "sched", "samples"
 
 
-def open_input(path: str, from_format: str = "auto"):
+def open_input(path: str, from_format: str = "auto", demangle_here: bool = True):
     """(Source, InputFormat of its text) for one input. A binary format (perf.data) is
-    recognised by its magic and converted to text, which is then detected like any other."""
-    src = Source(path)
+    recognised by its magic and converted to text, which is then detected like any other
+    (``demangle_here``: the converter may leave C++/Rust names to offconv)."""
+    src = Source(path, demangle_here=demangle_here)
     if from_format != "auto":
         fmt = formats.input_format(from_format)
         if fmt.magic is not None:
@@ -42,22 +44,51 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
     input's first block list already decides the samples route; else (route, records), as
     _route gives them."""
     lists, route, first = peek(src, fmt, opts, mode)
+    if src.mangled and (route != SAMPLES or opts.parse.demangle):
+        from .parsers.demangle import Retry  # only the summed path demangles (and not
+        raise Retry("not summed here")       # after --demangle): perf is to demangle
     if route == SAMPLES:
         sums = Sums(opts.parse)
         from .parallel import follow_split  # perf.data: the end of perf's output, if the
         split = follow_split(src, fmt, opts, first)  # parser lags, over two processes
+        names = nullcontext()
+        if src.mangled:  # perf script --no-demangle: the names are demangled once, here
+            from .parsers import demangle
+            names = demangle.collecting()
         try:
-            with gcpause.paused():
+            with names, gcpause.paused():
                 fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
                                streaming=src.binary_format is not None)
-            if split is not None:
-                split.merge_into(sums, stats, src)
+                if src.mangled:  # this part's (a split's child demangles its own)
+                    demangle.apply_noted(sums, opts.parse.addrs)
+                if split is not None:
+                    split.merge_into(sums, stats, src)
         finally:
             if split is not None:
                 split.stop()
         return SAMPLES, sums
     blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in lists)
     return _route(fmt.parse_blocks(blocks, src.path, opts.parse, stats), mode)
+
+
+def _demangled_here_or_by_perf(src: Source, fmt, opts: Options, stats: dict, mode: str,
+                               from_format: str) -> tuple:
+    """_summed_or_routed of a perf.data that perf script converted with --no-demangle
+    (offconv demangles its names: parsers.demangle), or, where offconv cannot be sure to
+    print what perf would (demangle.Retry), of the same file converted again with perf's
+    own demangling. (route, records, the Source they came from.)"""
+    from .parallel import _merge_stats
+    from .parsers.demangle import Retry
+    tried: dict = {}  # this conversion's stats, kept only if it is the one used
+    try:
+        route, records = _summed_or_routed(src, fmt, opts, tried, mode)
+    except Retry:
+        src.close()
+        src, fmt = open_input(src.path, from_format, demangle_here=False)
+        route, records = _summed_or_routed(src, fmt, opts, stats, mode)
+        return route, records, src
+    _merge_stats(stats, tried)
+    return route, records, src
 
 
 def peek(src: Source, fmt, opts: Options, mode: str) -> tuple:
@@ -131,7 +162,11 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
                 profile, sources[-1] = split
                 routes.add(SAMPLES)
                 continue
-        if fmt.parse_blocks is not None:
+        if fmt.parse_blocks is not None and src.mangled:
+            route, records, src = _demangled_here_or_by_perf(src, fmt, opts, stats, agg.mode,
+                                                             from_format)
+            sources[-1] = src
+        elif fmt.parse_blocks is not None:
             route, records = _summed_or_routed(src, fmt, opts, stats, agg.mode)
         elif fmt.sum_lines is not None and agg.mode in ("auto", ONCPU):
             route, records = SAMPLES, Sums(opts.parse)   # its records are all Samples

@@ -22,8 +22,11 @@ class Source:
     of perf script events, for parsers that cache whole callchains."""
 
     def __init__(self, path: str, kind: str = "text", span: Optional[tuple] = None,
-                 first_lineno: int = 1):
+                 first_lineno: int = 1, demangle_here: bool = True):
         self.path = path
+        # a binary input's converter may leave C++/Rust names to offconv (perf script
+        # --no-demangle: parsers.demangle); ``mangled`` says whether it did
+        self._demangle_here = demangle_here
         self.span = span  # (start, end) bytes of a plain file: one part of a split input
         self.first_lineno = first_lineno
         self.kind = kind  # "text", "gzip", or the name of a binary input format
@@ -32,6 +35,7 @@ class Source:
         self.cut_line: Optional[int] = None  # the last line, when it has no final newline
         self.next_lineno: Optional[int] = None  # after block_lists(): the line after the last
         self._stream = self._open()
+        self.mangled = bool(getattr(self._stream, "mangled", False))
         self._chunks = _text_chunks(self._stream)
         self._first = self._read_first()
         self.head: list[str] = self._first.split("\n", SNIFF_LINES)[:SNIFF_LINES]
@@ -142,7 +146,7 @@ class Source:
             self.binary_format = binary
             if path != "-":
                 raw.close()
-            stream, self._finish = binary.convert(path)
+            stream, self._finish = binary.convert(path, self._demangle_here)
             return stream
         return raw  # binary: _text_chunks reads big blocks and decodes them itself
 

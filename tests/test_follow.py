@@ -9,6 +9,7 @@ speed: the reader has the first step, perf "ends" with the rest unread."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,7 +37,9 @@ class FakePerf:
     rest, and perf's end, come at the first poll after the reader has read the first part
     and offconv has decided how to split (Follow.on_done set), or after 50 polls."""
 
-    def __init__(self, out, text: bytes, first: int):
+    def __init__(self, out, text: bytes, first: int, mangled: bool = False):
+        # perf script's command line, as convert() reads it (--no-demangle: parsers.demangle)
+        self.args = ["perf", "script"] + (["--no-demangle"] if mangled else [])
         out.write(text[:first])
         out.flush()
         self._out, self._rest, self._first = out, text[first:], first
@@ -78,7 +81,7 @@ def perf_plays(monkeypatch, tmp_path):
     monkeypatch.setattr(parallel.FollowSplit, "_done", done)
     state = {}
 
-    def start(perf, path):
+    def start(perf, path, demangle_here=True):
         text = state["text"].read_bytes()
         lines250 = 0
         for _ in range(250):
@@ -87,7 +90,7 @@ def perf_plays(monkeypatch, tmp_path):
         first = len(text) // 2 if first < 0 else first + 2
         err = tempfile.TemporaryFile()
         out = tempfile.TemporaryFile()
-        state["proc"] = FakePerf(out, text, first)
+        state["proc"] = FakePerf(out, text, first, state.get("mangled", False))
         return state["proc"], err, out
 
     real_follow = perf_data.Follow
@@ -102,8 +105,9 @@ def perf_plays(monkeypatch, tmp_path):
     data = tmp_path / "fake.data"
     data.write_bytes(perf_data.MAGIC + b"\0" * 64)
 
-    def run(text: Path, jobs: str, *args: str):
+    def run(text: Path, jobs: str, *args: str, mangled: bool = False):
         state["text"] = text
+        state["mangled"] = mangled
         monkeypatch.setenv("OFFCONV_JOBS", jobs)
         out = tmp_path / f"out-{jobs}"
         r = CliRunner().invoke(app, [str(data), *args, "-o", str(out)])
@@ -134,6 +138,35 @@ def test_the_split_happens(perf_plays):
     for text in big:
         run(text, "2", "--mode", "oncpu", "--to", "folded")
     assert len(cuts) == len(big) and None not in cuts, cuts
+
+
+def _demangle_pairs() -> list:
+    rows = (FIX / "demangle" / "perf-6.1-node-rpds.tsv").read_text().splitlines()
+    return [tuple(c.replace("\\t", "\t") for c in row.split("\t")) for row in rows]
+
+
+@pytest.mark.skipif(shutil.which("c++filt") is None, reason="c++filt (binutils) not installed")
+@pytest.mark.parametrize("args", [("--mode", "oncpu", "--to", "folded", "--tid"), ("--to", "svg"),
+                                  ("--to", "speedscope")], ids=["folded", "svg", "speedscope"])
+def test_mangled_names_split_as_perf_would_have_printed_them(perf_plays, tmp_path, args):
+    """perf script --no-demangle (parsers.demangle), split: each process demangles the
+    names of its own part; the output is the one of perf's own demangled text, serial."""
+    run, cuts = perf_plays
+    pairs = _demangle_pairs()
+    mangled, demangled = [], []
+    for i in range(400):  # callchains of 3 recorded frame lines each, in varied orders
+        rows = [pairs[(i * k + k * k) % len(pairs)] for k in (1, 3, 7)]
+        head = f"node {100 + i % 5} [000] {i}.5: 1001001 cpu-clock:ppp:\n"
+        mangled.append(head + "\n".join(a for a, _ in rows) + "\n\n")
+        demangled.append(head + "\n".join(b for _, b in rows) + "\n\n")
+    (tmp_path / "m.txt").write_text("".join(mangled))
+    (tmp_path / "d.txt").write_text("".join(demangled))
+    perfs = run(tmp_path / "d.txt", "1", *args)
+    assert perfs[0] == 0, perfs[1]
+    ours = run(tmp_path / "m.txt", "2", *args, mangled=True)
+    assert cuts and cuts[-1] is not None  # the second part was demangled by the child
+    assert ours == perfs
+    assert b"v8::internal" in ours[2] and b"_ZN" not in ours[2]
 
 
 def test_line_numbers_of_the_second_part(perf_plays, tmp_path):

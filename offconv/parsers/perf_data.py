@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import time
@@ -23,21 +24,26 @@ from ..format_types import InputFormat
 MAGIC = b"PERFILE2"
 
 
-def convert(path: str):
+def convert(path: str, demangle_here: bool = True):
     """(binary stream of perf script's output, finish()). ``finish`` waits for perf and
-    raises OffconvError with perf's own first message when it failed."""
+    raises OffconvError with perf's own first message when it failed. The stream's
+    ``mangled`` is True when perf left the names to offconv (``demangle_here`` and
+    ``no_demangle``: parsers.demangle)."""
     if path == "-":
         raise OffconvError("-: perf.data on stdin is not supported: give its path")
     started = _STARTED.pop(os.path.abspath(path), None)
-    if started is not None:
+    if started is not None and (demangle_here or "--no-demangle" not in started[0].args):
         proc, err, out = started
     else:
+        if started is not None:
+            _stop(started)
         perf = shutil.which("perf")
         if perf is None:
             raise OffconvError(f"{path}: is perf.data, but 'perf' is not on PATH to convert it "
                                "(install linux-perf, or run 'perf script -i FILE > FILE.txt')")
-        proc, err, out = _start(perf, path)
+        proc, err, out = _start(perf, path, demangle_here)
     stream = Follow(proc, out)
+    stream.mangled = "--no-demangle" in proc.args
 
     def finish() -> None:
         stream.resume()
@@ -51,15 +57,110 @@ def convert(path: str):
     return stream, finish
 
 
-def _start(perf: str, path: str):
+def _start(perf: str, path: str, demangle_here: bool = True):
     # stderr to a file, not a pipe: perf can print more warnings than a pipe holds; stdout
     # to an unlinked file that Follow reads as it grows (a second process can then parse
     # its end: offconv.parallel.follow_split)
     err = tempfile.TemporaryFile()
     out = tempfile.TemporaryFile()
-    proc = subprocess.Popen([perf, "script", "-i", path], stdout=out, stderr=err,
-                            stdin=subprocess.DEVNULL)
+    args = [perf, "script", "-i", path]
+    if demangle_here and no_demangle(path):
+        args.append("--no-demangle")
+    proc = subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
     return proc, err, out
+
+
+PERF_TYPE_TRACEPOINT = 2
+HEADER_BUILD_ID = 2          # the feature bit of the dsos that samples hit
+PERF_RECORD_MISC_USER = 2
+# What --no-demangle saves and costs (benchmarks/README.md, "Fifth round"): perf demangles
+# every symbol of every C++/Rust dso it loads (about 0.4 us a symbol: 0.13 s of the
+# benchmark recording's 330k), while offconv parses the longer mangled text (7-12% more
+# bytes) and re-keys the stacks holding such frames (about 8 ns per byte of perf.data,
+# where the parser is the slower side, as on a Java recording: 16.6 MB, 63k symbols)
+SAVED_PER_SYMBOL = 0.4e-6
+COST_PER_BYTE = 8e-9
+
+
+def no_demangle(path: str) -> bool:
+    """Whether perf script is to leave the names mangled (offconv demangles them:
+    parsers.demangle): c++filt is there, $OFFCONV_PERF_DEMANGLE is not set, the file's
+    header lists its events with none a tracepoint (a recording of samples, which take the
+    summed path that demangles; sched events go through the off-CPU path, so perf
+    demangles those), and the symbols of the dsos its samples hit are enough that perf's
+    demangling of them costs more than the mangled text would cost the parser. A file whose
+    header is not read here (pipe mode, another byte order) is left to perf."""
+    from .demangle import cxxfilt
+    if cxxfilt() is None:
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(104)
+            if len(head) < 104 or head[:8] != MAGIC:
+                return False
+            size, attr_size, attrs_at, attrs_size, data_at, data_size = \
+                struct.unpack_from("<6Q", head, 8)
+            if size != 104 or attr_size < 16 or not 0 < attrs_size <= 1 << 20:
+                return False
+            attrs = os.pread(f.fileno(), attrs_size, attrs_at)
+            if len(attrs) != attrs_size or attrs_size % attr_size:
+                return False
+            types = [struct.unpack_from("<I", attrs, i)[0] for i in range(0, attrs_size, attr_size)]
+            if PERF_TYPE_TRACEPOINT in types:
+                return False
+            dsos = _hit_dsos(f.fileno(), head, data_at + data_size)
+    except (OSError, struct.error):
+        return False
+    symbols = sum(map(_symbols, dsos))
+    return symbols * SAVED_PER_SYMBOL > data_size * COST_PER_BYTE
+
+
+def _hit_dsos(fd: int, head: bytes, features_at: int) -> list:
+    """The user-space dsos the samples hit: the file names of the HEADER_BUILD_ID feature
+    (tools/perf/util/header.c: build_id_event records after the data section)."""
+    bits = int.from_bytes(head[72:104], "little")
+    if not bits >> HEADER_BUILD_ID & 1:
+        return []
+    index = bin(bits & ((1 << HEADER_BUILD_ID) - 1)).count("1")
+    at, size = struct.unpack("<2Q", os.pread(fd, 16, features_at + 16 * index))
+    if size > 16 << 20:
+        return []
+    buf = os.pread(fd, size, at)
+    out = []
+    i = 0
+    while i + 36 <= len(buf):  # header (type, misc, size), pid, build id[24], file name
+        _, misc, n = struct.unpack_from("<IHH", buf, i)
+        if n < 36:
+            break
+        if misc & 7 == PERF_RECORD_MISC_USER:
+            out.append(buf[i + 36:i + n].split(b"\0", 1)[0].decode("utf-8", "replace"))
+        i += n
+    return out
+
+
+def _symbols(dso: str) -> int:
+    """The number of entries of an ELF64 dso's symbol tables (.symtab, .dynsym), from its
+    section headers; 0 for anything else (a [vdso], a file gone or of another kind)."""
+    try:
+        with open(dso, "rb") as f:
+            h = f.read(64)
+            if len(h) < 64 or h[:4] != b"\x7fELF" or h[4] != 2 or h[5] != 1:
+                return 0
+            shoff, = struct.unpack_from("<Q", h, 0x28)
+            shentsize, shnum = struct.unpack_from("<HH", h, 0x3a)
+            if shentsize < 64 or not 0 < shnum < 1 << 16:
+                return 0
+            sections = os.pread(f.fileno(), shentsize * shnum, shoff)
+    except (OSError, struct.error):
+        return 0
+    n = 0
+    for i in range(0, len(sections) - 63, shentsize):
+        kind, = struct.unpack_from("<I", sections, i + 4)
+        if kind in (2, 11):  # SHT_SYMTAB, SHT_DYNSYM
+            size, = struct.unpack_from("<Q", sections, i + 32)
+            entsize, = struct.unpack_from("<Q", sections, i + 56)
+            n += size // (entsize or 24)
+    return n
 
 
 class Follow:
@@ -191,26 +292,31 @@ def _fallocate():
 _STARTED: dict = {}
 
 
-def prestart(path: str) -> None:
+def prestart(path: str, demangle_here: bool = True) -> None:
     """Start the conversion of ``path`` now, before offconv asks for it (offconv.launch);
     convert() takes it over. One that is never taken over is killed at exit."""
     key = os.path.abspath(path)
     perf = shutil.which("perf")
     if perf is None or key in _STARTED:
         return
-    _STARTED[key] = _start(perf, path)
+    _STARTED[key] = _start(perf, path, demangle_here)
     if len(_STARTED) == 1:
         import atexit
         atexit.register(_stop_unused)
 
 
 def _stop_unused() -> None:
-    for proc, err, out in _STARTED.values():
-        proc.kill()
-        proc.wait()
-        out.close()
-        err.close()
+    for started in _STARTED.values():
+        _stop(started)
     _STARTED.clear()
+
+
+def _stop(started: tuple) -> None:
+    proc, err, out = started
+    proc.kill()
+    proc.wait()
+    out.close()
+    err.close()
 
 
 def _first_message(stderr: str, rc: int) -> str:

@@ -32,6 +32,7 @@ from ..model import (EXIT, INLINE, JIT, KERNEL, OFFCPU, ONCPU, SAMPLES, SWITCH, 
                      Sample, SchedEvent, Task, thread_frame)
 from ..options import ParseOptions
 from ..source import numbered_blocks
+from .demangle import note as demangle_note
 
 HEADER_HELP = "an event header 'comm [pid/]tid [cpu] secs.frac: [period] event:'"
 
@@ -262,6 +263,11 @@ _PLAIN_FRAME = re.compile(r"\s*[0-9a-fA-F]+ ([^\s(\[+](?:[^(]*?[^\s(])??)(?:\+0x
                           r"\(([^()]+)\)\s*$")
 
 
+# perf script --no-demangle's output is being parsed (parsers.demangle): frame -> the
+# symbol it was made from, for each frame whose name perf would have printed demangled
+MANGLED: Optional[dict] = None
+
+
 def parse_frame(text: str, addrs: bool, demangle: bool = False) -> tuple:
     """One callchain line -> its frames in root-first order (``a->b`` Java inlining gives
     several; a ``(process name)`` pseudo-frame gives none)."""
@@ -269,6 +275,7 @@ def parse_frame(text: str, addrs: bool, demangle: bool = False) -> tuple:
     if m is not None:
         func, module = m.groups()
         if "->" not in func and "+0x" not in func and '"' not in func and "'" not in func:
+            raw = func
             if ";" in func:
                 func = func.replace(";", ":")
             if demangle:
@@ -276,7 +283,10 @@ def parse_frame(text: str, addrs: bool, demangle: bool = False) -> tuple:
             kind = _KINDS.get(module)
             if kind is None:
                 kind = _kind(module)
-            return (Frame(func, module, kind),)
+            out = (Frame(func, module, kind),)
+            if MANGLED is not None:
+                demangle_note(MANGLED, out, raw, module)
+            return out
     return _parse_frame(text, addrs, demangle)
 
 
@@ -312,6 +322,8 @@ def _parse_frame(text: str, addrs: bool, demangle: bool) -> tuple:
         if demangle:
             func = rust_demangle(func)
         out.append(Frame(func, module, INLINE if i else kind))
+    if MANGLED is not None:
+        demangle_note(MANGLED, tuple(out), rawfunc, module)
     return tuple(out)
 
 
