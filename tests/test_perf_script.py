@@ -213,3 +213,24 @@ def test_dso_with_parentheses():
     assert fr[0].module == "/memfd:sealed-91173221a7ea (deleted)"
     fr = parse_frame("\t7f01 foo(int) (bar) (/usr/lib/x.so)", False)
     assert fr[0].name == "foo" and fr[0].module == "/usr/lib/x.so"
+
+
+def test_where_stackcollapse_perf_pl_has_known_bugs(tmp_path):
+    """docs/formats.md's list, from a Go + I/O recording: a memfd dso with "(deleted)" and an
+    exiting task's header with pid -1 fold as the script means to, not as its regexes fail."""
+    from click.testing import CliRunner
+    from offconv.cli import app
+    text = ("memfd:sealed-91 10156 [001] 36748.984096:    1001001 cpu-clock:ppp: \n"
+            "\t           5ab32 [unknown] (/memfd:sealed-91173221a7ea (deleted))\n"
+            "\t           12ef5 [unknown] (/memfd:sealed-91173221a7ea (deleted))\n\n"
+            ":-1    -1 [001] 36763.534651:    1001001 cpu-clock:ppp: \n"
+            "\tffffffff8220342e _raw_write_unlock_irq+0xe ([kernel.kallsyms])\n"
+            "\tffffffff8135fc2e do_exit+0x62e ([kernel.kallsyms])\n\n")
+    src = tmp_path / "go.txt"
+    src.write_text(text)
+    r = CliRunner().invoke(app, [str(src), "--to", "folded"])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines() == [
+        ":-1;do_exit;_raw_write_unlock_irq 1001001",
+        "memfd:sealed-91;[memfd:sealed-91173221a7ea];[memfd:sealed-91173221a7ea] 1001001",
+    ]
