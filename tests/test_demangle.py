@@ -68,6 +68,8 @@ def test_frames_change_only_where_perf_demangles():
         "plt": "\t   23290 _ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE4findEPKcmm@plt (/usr/bin/bpftrace)",
         "version": "\t 1234 _ZNSt6locale7classicEv@@GLIBCXX_3.4+0x10 (/usr/lib/libstdc++.so.6)",
         "go": "\t 1234 main.(*Server).Serve+0x10 (/usr/local/bin/goprog)",
+        # legacy Rust: libiberty's Rust demangler, without its hash (perf: DMGL_NO_OPTS)
+        "rust": "\t 1234 _ZN4core3fmt5write17h0123456789abcdefE+0x10 (/usr/local/bin/rustprog)",
     }
     got = dict(zip(lines, (k[1:] for k in demangled(list(lines.values())))))
     assert got["node"] == (Frame("v8::internal::Heap::Collect", "/usr/bin/node"),)
@@ -75,6 +77,7 @@ def test_frames_change_only_where_perf_demangles():
         assert got[same] == parse_frame(lines[same], False), same
     assert got["plt"][0].name == ("std::__cxx11::basic_string<char, std::char_traits<char>, "
                                   "std::allocator<char> >::find@plt")
+    assert got["rust"] == (Frame("core::fmt::write", "/usr/local/bin/rustprog"),)
     # bfd_demangle puts a symbol version back after the demangled name
     assert got["version"][0].name == "std::locale::classic@@GLIBCXX_3.4"
 

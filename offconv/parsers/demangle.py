@@ -8,8 +8,8 @@ samples (no tracepoints: offconv.parsers.perf_data decides) is converted with ``
 --no-demangle``: the parser keeps the mangled names it meets and notes each frame it makes
 from one (``perf_script.MANGLED``); when the input is summed, ``apply`` demangles the noted
 names with one ``c++filt -p -i`` run, makes each such frame again from the line perf would
-have printed, and re-keys the few stacks that hold one (stacks that then display alike are
-added up, in first-seen order, as the serial parse would have met them).
+have printed, and re-keys the stacks (stacks that then become one are added up, in
+first-seen order, as the serial parse would have met them).
 
 perf demangles a name (tools/perf/util/symbol-elf.c, ``demangle_sym``) only in a user-space
 ELF dso -- never a kernel symbol, a module's, or a JIT's perf-PID.map -- with
@@ -31,7 +31,9 @@ from typing import Optional
 
 CANDIDATE = ("_Z", "_R", "_GLOBAL_")  # what cplus_demangle may demangle
 _WORD = re.compile(r"[A-Za-z0-9_.$]+")  # one c++filt word: demangled as cplus_demangle does
-_RUST_HASHED = re.compile(r"17h[0-9a-f]{16}E$")  # perf's rust_is_mangled: demangled again
+# a Rust name perf would demangle again (util/demangle-rust.c, rust_is_mangled: a "::h" and
+# 16 hex digits at the end), or left in its legacy mangled form
+_RUST_HASHED = re.compile(r"(?:::h|17h)[0-9a-f]{16}E?$")
 _OCAML = re.compile(r"caml[A-Z]")                # perf's ocaml_is_mangled
 _JAVA_SIGNATURE = re.compile(r"\((?:\[*(?:[BCDFIJSZ]|L[\w/$]+;))*\)")  # (Ljava/lang/String;I)
 _PERF_MAP = re.compile(r"perf-\d+\.map")
