@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import tempfile
@@ -140,19 +141,27 @@ def _hit_dsos(fd: int, head: bytes, features_at: int) -> list:
 
 def _symbols(dso: str) -> int:
     """The number of entries of an ELF64 dso's symbol tables (.symtab, .dynsym), from its
-    section headers; 0 for anything else (a [vdso], a file gone or of another kind)."""
+    section headers; 0 for anything else (a [vdso], a file gone or of another kind: the
+    names come from the recording, so a FIFO or a device is not read)."""
     try:
-        with open(dso, "rb") as f:
-            h = f.read(64)
-            if len(h) < 64 or h[:4] != b"\x7fELF" or h[4] != 2 or h[5] != 1:
-                return 0
-            shoff, = struct.unpack_from("<Q", h, 0x28)
-            shentsize, shnum = struct.unpack_from("<HH", h, 0x3a)
-            if shentsize < 64 or not 0 < shnum < 1 << 16:
-                return 0
-            sections = os.pread(f.fileno(), shentsize * shnum, shoff)
+        fd = os.open(dso, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return 0
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        h = os.pread(fd, 64, 0)
+        if len(h) < 64 or h[:4] != b"\x7fELF" or h[4] != 2 or h[5] != 1:
+            return 0
+        shoff, = struct.unpack_from("<Q", h, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", h, 0x3a)
+        if shentsize < 64 or not 0 < shnum < 1 << 16:
+            return 0
+        sections = os.pread(fd, shentsize * shnum, shoff)
     except (OSError, struct.error):
         return 0
+    finally:
+        os.close(fd)
     n = 0
     for i in range(0, len(sections) - 63, shentsize):
         kind, = struct.unpack_from("<I", sections, i + 4)
