@@ -322,9 +322,10 @@ def _parse_frame(text: str, addrs: bool, demangle: bool) -> tuple:
         if demangle:
             func = rust_demangle(func)
         out.append(Frame(func, module, INLINE if i else kind))
+    frames = tuple(out)
     if MANGLED is not None:
-        demangle_note(MANGLED, tuple(out), rawfunc, module)
-    return tuple(out)
+        demangle_note(MANGLED, frames, rawfunc, module)
+    return frames
 
 
 def _task_ids(header_pid, header_tid, tid):
