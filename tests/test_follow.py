@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from offconv import parallel
-from offconv.cli import app
 from offconv.parsers import perf_data
+from test_parallel import run as convert  # (exit code, output, bytes written) with OFFCONV_JOBS
 
 FIX = Path(__file__).parent / "fixtures"
 TEXTS = sorted(p for p in (FIX / "flamegraph-test").glob("*.txt"))
@@ -108,13 +107,7 @@ def perf_plays(monkeypatch, tmp_path):
     def run(text: Path, jobs: str, *args: str, mangled: bool = False):
         state["text"] = text
         state["mangled"] = mangled
-        monkeypatch.setenv("OFFCONV_JOBS", jobs)
-        out = tmp_path / f"out-{jobs}"
-        r = CliRunner().invoke(app, [str(data), *args, "-o", str(out)])
-        got = out.read_bytes() if out.exists() else None
-        if out.exists():
-            out.unlink()
-        return r.exit_code, r.output, got
+        return convert(monkeypatch, tmp_path, jobs, data, *args)
 
     return run, cuts
 
