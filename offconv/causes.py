@@ -22,9 +22,7 @@ from __future__ import annotations
 import re
 
 from .model import KERNEL
-
-CAUSES = ("disk", "lock", "network", "poll/idle", "child", "peer-cpu", "sleep", "paging",
-          "other")
+from .options import CAUSES  # noqa: F401 (the names, defined with the command line's)
 # not latency: waiting for work, for a child process, or for another thread's CPU work
 # (that time is counted where it is spent, on the other thread)
 IDLE_CAUSES = frozenset(("poll/idle", "child", "peer-cpu"))

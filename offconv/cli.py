@@ -16,8 +16,8 @@ import click
 
 from . import formats, gcpause
 from .errors import EXIT_INTERNAL, OffconvError
-from .options import (KINDS, MODES, UNITS, AggregateOptions, FlameOptions, NamingOptions, Options,
-                      ParseOptions, ReportOptions)
+from .options import (FAIL_ON_CHOICES, KINDS, MODES, UNITS, AggregateOptions, FlameOptions,
+                      NamingOptions, Options, ParseOptions, ReportOptions)
 from .renderers.svg.palette import BGCOLORS, PALETTES
 
 _A = AggregateOptions()
@@ -107,11 +107,6 @@ def _states(ctx, param, value) -> Optional[frozenset]:
         return parse_state(value)
     except OffconvError as e:
         raise click.BadParameter(e.message.removeprefix("--state: ")) from None
-
-
-def _diff_fail_on() -> list:
-    from .diff import FAIL_ON_CHOICES
-    return list(FAIL_ON_CHOICES)
 
 
 def input_options(f):
@@ -433,7 +428,7 @@ def _report_suffix(out: Optional[str]) -> Optional[str]:
 @click.option("--fail-above", type=click.FloatRange(min=0), metavar="PCT",
               help="Exit 1 when what --fail-on names grew by more than PCT percent.")
 @click.option("--fail-on", multiple=True, metavar="WHAT",
-              type=click.Choice(_diff_fail_on()),
+              type=click.Choice(list(FAIL_ON_CHOICES)),
               help="What --fail-above compares (repeatable; default total): total, blocked, "
                    "runq, p99 (blocked and run-queue), or a cause (lock, disk, ...).")
 @click.option("--quiet", "-q", is_flag=True, help="No warnings or summary line on stderr.")

@@ -32,8 +32,6 @@ from .model import Frame, Profile
 from .naming import Namer
 from .options import NamingOptions, ReportOptions
 
-FAIL_ON_FIXED = ("total", "blocked", "runq", "p99")
-FAIL_ON_CHOICES = FAIL_ON_FIXED + CAUSES
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b(?=[0-9a-fA-F]*[0-9])[0-9a-fA-F]{8,}\b")
 

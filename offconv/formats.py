@@ -1,56 +1,79 @@
 """The registry of input and output formats: the single source of ``--from``/``--to``
 names, suffixes, detection by content, binary or text. A new format is one module ending
-with its ``FORMAT = InputFormat(...)`` / ``OutputFormat(...)`` plus one line here."""
+with its ``FORMAT = InputFormat(...)`` / ``OutputFormat(...)`` plus one line here.
+
+The lines here name each format's module, and what the command line needs before any
+module is loaded (names, suffixes, a binary format's magic); a module is imported when its
+format is chosen or asked to sniff. A collapse then loads one parser and one renderer, not
+all thirteen (about 25 ms of a run's start). tests/test_formats_registry.py checks each line
+against its module's FORMAT."""
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Optional
 
 from .errors import OffconvError
 from .format_types import MAYBE, NO, YES, InputFormat, OutputFormat  # noqa: F401 (re-export)
-from .parsers import bcc_hist, bpftrace, bpftrace_json, folded, perf_data, perf_script
-from .renderers import folded as folded_out
-from .renderers import hist, json_report, pprof, report, speedscope, svg
 
-# detection priority order (a binary format is recognised by its magic first)
-INPUTS: tuple = (perf_data.FORMAT, perf_script.FORMAT, folded.FORMAT, bcc_hist.FORMAT,
-                 bpftrace.FORMAT, bpftrace_json.FORMAT)
-OUTPUTS: tuple = (folded_out.FORMAT, svg.FORMAT, hist.FORMAT, report.FORMAT,
-                  json_report.FORMAT, speedscope.FORMAT, pprof.FORMAT)
+# (name, module, magic): in detection priority order (a binary format is recognised by its
+# magic first)
+_INPUTS: tuple = (
+    ("perf-data", "offconv.parsers.perf_data", b"PERFILE2"),
+    ("perf-script", "offconv.parsers.perf_script", None),
+    ("folded", "offconv.parsers.folded", None),
+    ("bcc-hist", "offconv.parsers.bcc_hist", None),
+    ("bpftrace", "offconv.parsers.bpftrace", None),
+    ("bpftrace-json", "offconv.parsers.bpftrace_json", None),
+)
+# (name, module, suffixes)
+_OUTPUTS: tuple = (
+    ("folded", "offconv.renderers.folded", (".folded", ".collapsed", ".txt")),
+    ("svg", "offconv.renderers.svg.graph", (".svg",)),
+    ("hist", "offconv.renderers.hist", (".hist",)),
+    ("report", "offconv.renderers.report", ()),
+    ("json", "offconv.renderers.json_report", ()),
+    ("speedscope", "offconv.renderers.speedscope", (".speedscope.json", ".json")),
+    ("pprof", "offconv.renderers.pprof", (".pb.gz", ".pprof")),
+)
 # outputs of DESIGN.md that a later release adds: a clear message instead of a guess
 PLANNED_OUTPUTS: dict = {}
 
 
+def _load(module: str):
+    return import_module(module).FORMAT
+
+
 def input_formats() -> tuple:
-    return INPUTS
+    return tuple(_load(m) for _, m, _ in _INPUTS)
 
 
 def output_formats() -> tuple:
-    return OUTPUTS
+    return tuple(_load(m) for _, m, _ in _OUTPUTS)
 
 
 def input_names() -> list:
-    return [f.name for f in INPUTS]
+    return [n for n, _, _ in _INPUTS]
 
 
 def output_names() -> list:
-    return [f.name for f in OUTPUTS]
+    return [n for n, _, _ in _OUTPUTS]
 
 
 def suffix_help() -> str:
-    return " ".join(s for f in OUTPUTS for s in f.suffixes)
+    return " ".join(s for _, _, suffixes in _OUTPUTS for s in suffixes)
 
 
 def input_format(name: str) -> InputFormat:
-    for f in INPUTS:
-        if f.name == name:
-            return f
+    for n, m, _ in _INPUTS:
+        if n == name:
+            return _load(m)
     raise OffconvError(f"unknown input format '{name}' (known: {', '.join(input_names())})")
 
 
 def output_format(name: str) -> OutputFormat:
-    for f in OUTPUTS:
-        if f.name == name:
-            return f
+    for n, m, _ in _OUTPUTS:
+        if n == name:
+            return _load(m)
     if name in PLANNED_OUTPUTS:
         raise OffconvError(f"output format '{name}' is not available yet")
     raise OffconvError(f"unknown output format '{name}' (known: {', '.join(output_names())})")
@@ -61,32 +84,40 @@ def output_for_path(path: str) -> Optional[OutputFormat]:
     ``.speedscope.json`` beats ``.json``)."""
     low = path.lower()
     best, best_len = None, 0
-    for f in OUTPUTS:
-        for suf in f.suffixes:
+    for _, m, suffixes in _OUTPUTS:
+        for suf in suffixes:
             if low.endswith(suf) and len(suf) > best_len:
-                best, best_len = f, len(suf)
+                best, best_len = m, len(suf)
     for name, suffixes in PLANNED_OUTPUTS.items():
         if any(low.endswith(s) and len(s) > best_len for s in suffixes):
             raise OffconvError(f"{path}: {name} output is not available yet "
                                f"(use {suffix_help()}, or --to report/json)")
-    return best
+    return None if best is None else _load(best)
 
 
 def by_magic(magic: bytes) -> Optional[InputFormat]:
-    for f in INPUTS:
-        if f.magic is not None and magic.startswith(f.magic):
-            return f
+    for _, m, mag in _INPUTS:
+        if mag is not None and magic.startswith(mag):
+            return _load(m)
     return None
 
 
 def detect(path: str, head: list[str]) -> InputFormat:
-    """Exactly one 'yes' wins; otherwise the first 'maybe'; otherwise an error."""
+    """The first format (in priority order) whose sniff says yes; otherwise the first
+    that says maybe; otherwise an error."""
     if not any(line.strip() for line in head):
         raise OffconvError(f"{path}: empty input")
-    answers = [(f, f.sniff(head)) for f in INPUTS if f.sniff is not None]
-    yes = [f for f, a in answers if a == YES]
-    if yes:
-        return yes[0]
+    answers = []
+    for _, m, mag in _INPUTS:  # in priority order: the first 'yes' ends the search
+        if mag is not None:
+            continue
+        f = _load(m)
+        if f.sniff is None:
+            continue
+        a = f.sniff(head)
+        if a == YES:
+            return f
+        answers.append((f, a))
     maybe = [f for f, a in answers if a == MAYBE]
     if maybe:
         return maybe[0]

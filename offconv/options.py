@@ -8,6 +8,13 @@ from typing import Optional
 MODES = ("auto", "offcpu", "blocked", "runq", "oncpu", "wakeup")
 UNITS = ("us", "ms", "ns", "samples")   # --unit
 KINDS = ("blocked", "runq")             # --kind
+# the causes offconv.causes sorts waits into (the report's rows, diff's --fail-on names);
+# here, with the other vocabularies, so that the command line lists them without loading
+# the classifier
+CAUSES = ("disk", "lock", "network", "poll/idle", "child", "peer-cpu", "sleep", "paging",
+          "other")
+FAIL_ON_FIXED = ("total", "blocked", "runq", "p99")   # diff --fail-on, besides the causes
+FAIL_ON_CHOICES = FAIL_ON_FIXED + CAUSES
 
 
 @dataclass(frozen=True)

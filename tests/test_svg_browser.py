@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from offconv.options import FlameOptions, Options
-from offconv.renderers.svg import render
+from offconv.renderers.svg.graph import render
 
 from test_svg_layout import folded_profile, load_fixture
 

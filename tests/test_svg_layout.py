@@ -11,7 +11,7 @@ from typing import Optional
 
 from offconv.model import INLINE, JIT, KERNEL, MARKER, STATE, Frame, Profile
 from offconv.options import NamingOptions
-from offconv.renderers.svg import _Labels
+from offconv.renderers.svg.graph import _Labels
 from offconv.renderers.svg.layout import layout, parse_minwidth, prune_threshold
 from offconv.renderers.svg.palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from offconv.model import Frame, Profile
 from offconv.options import FlameOptions, Options
-from offconv.renderers.svg import render
+from offconv.renderers.svg.graph import render
 from offconv.renderers.svg.layout import layout, prune_threshold
 
 NAMES = st.sampled_from(["main", "a", "b", "c", "-", "--", "f_[k]", "[run queue]", "x;y"])

@@ -16,7 +16,7 @@ import pytest
 from offconv.errors import OffconvError
 from offconv.model import Profile
 from offconv.options import FlameOptions, Options
-from offconv.renderers.svg import FORMAT, render
+from offconv.renderers.svg.graph import FORMAT, render
 from offconv.renderers.svg.write import escape, value_formatter
 
 from test_svg_layout import SVG_FIXTURES, folded_profile, load_fixture
