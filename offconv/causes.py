@@ -22,7 +22,9 @@ from __future__ import annotations
 import re
 
 from .model import KERNEL
-from .options import CAUSES  # noqa: F401 (the names, defined with the command line's)
+
+# the causes' names (the report's rows, diff --fail-on's) are options.CAUSES
+
 # not latency: waiting for work, for a child process, or for another thread's CPU work
 # (that time is counted where it is spent, on the other thread)
 IDLE_CAUSES = frozenset(("poll/idle", "child", "peer-cpu"))

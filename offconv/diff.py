@@ -26,11 +26,11 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .causes import CAUSES, classify
+from .causes import classify
 from .errors import OffconvError
 from .model import Frame, Profile
 from .naming import Namer
-from .options import NamingOptions, ReportOptions
+from .options import CAUSES, NamingOptions, ReportOptions
 
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b(?=[0-9a-fA-F]*[0-9])[0-9a-fA-F]{8,}\b")
