@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Optional
 
-from .causes import IDLE_CAUSES, PEER_CAUSES, Classifier
+from .causes import IDLE_CAUSES, PEER_CAUSES, QUEUED_WAKER, Classifier, queued_wakeup
 from .latency import Runs, latency_stats
 from .options import ReportOptions
 from .units import ns_to_us
@@ -137,7 +137,8 @@ class Analysis:
             d = p.blocked_ns
             if p.waker is not None:
                 tt.woken += 1
-                wk = (cause, p.waker.comm)
+                wk = (cause, QUEUED_WAKER if queued_wakeup(p.waker, p.waker_stack)
+                       else p.waker.comm)
                 tt.wakers[wk] = tt.wakers.get(wk, 0) + d
             tt.blocked_ns += d
             tt.by_cause[cause] = tt.by_cause.get(cause, 0) + d

@@ -106,6 +106,19 @@ def classify(stack: tuple) -> tuple[str, str]:
     return "other", ""
 
 
+# the waker named for a queued wake-up (queued_wakeup): not the idle task sched_wakeup shows
+QUEUED_WAKER = "(another CPU)"
+
+
+def queued_wakeup(waker: object, waker_stack: tuple) -> bool:
+    """A wake-up the waker's CPU queued for the target's (ttwu_queue: the target CPU was
+    idle): the kernel runs it there, from the IPI, so sched_wakeup's task is that CPU's idle
+    task and its stack ``sched_ttwu_pending``'s, not the waker's. The trace does not say who
+    woke the thread (sched_waking would)."""
+    return getattr(waker, "tid", None) == 0 and any(
+        f.kind == KERNEL and f.name == "sched_ttwu_pending" for f in waker_stack)
+
+
 def woken_by_timer(waker_stack: tuple) -> bool:
     return any(f.kind == KERNEL and _TIMER.match(f.name.split(".", 1)[0]) for f in waker_stack)
 

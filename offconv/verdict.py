@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .causes import IDLE_CAUSES
+from .causes import IDLE_CAUSES, QUEUED_WAKER
 from .latency import Runs, percentile
 from .options import ReportOptions
 from .units import human_us, ns_to_us, plural
@@ -283,7 +283,10 @@ def _blocked_text(d: Decision) -> str:
     t = d.cause_thread
     if t is None:
         return f"blocked time is {d.blocked_share:.0%} of the workload's wall time"
-    woke = f", woken by {d.waker}" if d.waker and d.waker != t.comm else ""
+    if d.waker == QUEUED_WAKER:
+        woke = ", woken from another CPU (a queued wake-up: the trace does not name the waker)"
+    else:
+        woke = f", woken by {d.waker}" if d.waker and d.waker != t.comm else ""
     unc = ""
     if d.uncertain:
         unc = (f" (uncertain: {t.inferred} of {t.switches} switch-ins of {t.comm} were not "

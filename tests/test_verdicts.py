@@ -54,6 +54,24 @@ def test_verdict_and_top_cause_match_what_was_written_down(name, reports):
     assert all(x["reason"] for x in v["left_out"])
 
 
+QUEUED = [n for n in CASES if json.loads((VERDICT / n / "expected.json").read_text()).get("waker_is_queued")]
+
+
+def test_there_is_a_recording_with_queued_wakeups():
+    assert QUEUED
+
+
+@pytest.mark.parametrize("name", QUEUED)
+def test_a_queued_wakeup_does_not_name_the_idle_task_as_the_waker(name, reports):
+    """sched_wakeup of a wake-up queued for an idle CPU (ttwu_queue) is emitted there by the
+    idle task, with a sched_ttwu_pending stack: the waker is on another CPU, not named."""
+    d = reports.setdefault(name, _report(name))
+    v = d["verdict"]
+    assert v["cause"]["woken_by"] == "(another CPU)", v["reason"]
+    assert "swapper" not in v["reason"]
+    assert "woken from another CPU (a queued wake-up" in v["reason"]
+
+
 def test_per_process_recording_says_what_it_cannot_measure(reports):
     d = reports.setdefault("p_recording", _report("p_recording"))
     v = d["verdict"]
