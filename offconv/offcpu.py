@@ -311,20 +311,21 @@ def time_order(timeline: list) -> list:
 
 
 def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions,
-                  lenient: bool = False) -> Profile:
+                  lenient: bool = False, recorded: frozenset = frozenset()) -> Profile:
     """Each (path, SchedEvents) input with its own interval state, merged into one Profile.
 
     ``profile.samples``: stacks of frames (a THREAD frame first; with ``opts.state_split``
     in mode offcpu a STATE frame ``[blocked S]``/``[run queue]``/``[preempted]`` second)
     -> µs; ``profile.histograms``: blocked and run-queue log2 µs; ``profile.analysis``:
     analysis.Analysis (``analysis.summarize`` it); ``profile.warnings``: sentences for
-    stderr."""
+    stderr. ``recorded``: the inputs scripts/record.sh made (its first line says so), which
+    are never taken for `perf record -p` recordings."""
     b = _Builder(opts)
     select = bool(opts.comm or opts.filter_pids)  # needs what the whole input shows
     for path, events in inputs:
         stats: dict = {}
         recs = intervals(events, path, lenient=lenient, stats=stats,
-                         include_open=opts.include_open)
+                         include_open=opts.include_open, system_wide=path in recorded)
         if select:
             recs = list(recs)
             b.learn(recs)

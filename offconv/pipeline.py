@@ -190,7 +190,8 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
         from . import offcpu  # the off-CPU path
         mode = "offcpu" if agg.mode == "auto" else agg.mode
         profile = offcpu.build_profile(sched_inputs, replace(agg, mode=mode),
-                                       lenient=opts.parse.lenient)
+                                       lenient=opts.parse.lenient,
+                                       recorded=frozenset(stats.get("recorded_by_offconv", ())))
     if profile is None:
         profile = Profile()
     from .histograms import merge

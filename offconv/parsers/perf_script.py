@@ -425,7 +425,7 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
                 continue
         elif c == "#":
             if line.startswith(RECORDER_COMMENT) and stats is not None:
-                _recorder_comment(line, stats)
+                _recorder_comment(line, stats, path)
             continue
         else:
             h = parse_header(line)
@@ -774,7 +774,11 @@ RECORDER_COMMENT = "# offconv-record:"
 _RECORDER_FIELD = re.compile(r"\b(lost_chunks|lost_samples_pct)=([0-9.]+)")
 
 
-def _recorder_comment(line: str, stats: dict) -> None:
+def _recorder_comment(line: str, stats: dict, path: str = "") -> None:
+    if " backend=perf " in line:
+        # scripts/record.sh records system-wide (-a, with filters on its target): whatever
+        # its first events look like, the switch-ins are there (not a `perf record -p`)
+        stats["recorded_by_offconv"] = stats.get("recorded_by_offconv", ()) + (path,)
     for key, value in _RECORDER_FIELD.findall(line):
         if key == "lost_chunks":
             stats["lost_chunks"] = stats.get("lost_chunks", 0) + int(float(value))
