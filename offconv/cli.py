@@ -356,7 +356,8 @@ def convert(inputs, out, to, **kw):
     if not profile.samples and profile.histograms and not fmt.report and fmt.name != "hist":
         raise OffconvError(f"{', '.join(inputs)}: only histograms, no stacks: {fmt.name} needs "
                            "stacks; use --to hist, or offconv report")
-    if not profile.samples and fmt.name == "folded":
+    named = getattr(profile.folded_names, "named", None)  # a split's part summed by name
+    if not profile.samples and not named and fmt.name == "folded":
         click.echo(f"offconv: warning: {', '.join(inputs)}: no events to fold", err=True)
     write_output(fmt, profile, opts, out)
 

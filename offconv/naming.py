@@ -101,6 +101,14 @@ class FoldedNames:
         self.opts = opts
         self._stacks = stacks  # kept alive: their ids stay theirs
         self._names = dict(zip(map(id, stacks), map(Namer(opts).folded, stacks)))
+        # folded name -> weight of stacks that are not in the profile, only named (the
+        # split's second part): the folded output adds them in
+        self.named: dict = {}
+
+    def add_named(self, names: list, weights: list) -> None:
+        named = self.named
+        for name, w in zip(names, weights):
+            named[name] = named.get(name, 0) + w
 
     def folded(self, samples: dict, namer: Namer) -> list:
         """The folded name of every stack of ``samples``, in its order."""

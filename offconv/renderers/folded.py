@@ -25,6 +25,11 @@ def render(profile: Profile, out: TextIO, opts=None) -> None:
     known = profile.folded_names
     if known is not None and known.opts == namer.opts:  # offconv.parallel named some ahead
         after = merge_by(profile.samples, None, known.folded(profile.samples, namer))
+        if known.named:  # and summed some by name only
+            for name, w in known.named.items():
+                after[name] = after.get(name, 0) + w
+    elif known is not None and known.named:
+        raise RuntimeError("folded names made under other naming options")  # never: one Options
     else:
         after = merge_by(profile.samples, namer.folded)
     # sort by the stack text alone (not the whole line): that is stackcollapse-perf.pl's order
