@@ -110,12 +110,12 @@ def classify(stack: tuple) -> tuple[str, str]:
 QUEUED_WAKER = "(another CPU)"
 
 
-def queued_wakeup(waker: object, waker_stack: tuple) -> bool:
+def queued_wakeup(waker, waker_stack: tuple) -> bool:
     """A wake-up the waker's CPU queued for the target's (ttwu_queue: the target CPU was
     idle): the kernel runs it there, from the IPI, so sched_wakeup's task is that CPU's idle
     task and its stack ``sched_ttwu_pending``'s, not the waker's. The trace does not say who
     woke the thread (sched_waking would)."""
-    return getattr(waker, "tid", None) == 0 and any(
+    return waker.tid == 0 and any(
         f.kind == KERNEL and f.name == "sched_ttwu_pending" for f in waker_stack)
 
 

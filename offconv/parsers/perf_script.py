@@ -774,7 +774,7 @@ RECORDER_COMMENT = "# offconv-record:"
 _RECORDER_FIELD = re.compile(r"\b(lost_chunks|lost_samples_pct)=([0-9.]+)")
 
 
-def _recorder_comment(line: str, stats: dict, path: str = "") -> None:
+def _recorder_comment(line: str, stats: dict, path: str) -> None:
     if " backend=perf " in line:
         # scripts/record.sh records system-wide (-a, with filters on its target): whatever
         # its first events look like, the switch-ins are there (not a `perf record -p`)
