@@ -35,6 +35,7 @@ def convert(path: str, demangle_here: bool = True):
     started = _STARTED.pop(os.path.abspath(path), None)
     if started is not None and (demangle_here or "--no-demangle" not in started[0].args):
         proc, err, out = started
+        perf = proc.args[0]
     else:
         if started is not None:
             _stop(started)
@@ -43,12 +44,15 @@ def convert(path: str, demangle_here: bool = True):
             raise OffconvError(f"{path}: is perf.data, but 'perf' is not on PATH to convert it "
                                "(install linux-perf, or run 'perf script -i FILE > FILE.txt')")
         proc, err, out = _start(perf, path, demangle_here)
-    stream = Follow(proc, out)
+    stream = Follow(proc, out, err)
+    if FIELDS[1] in proc.args:  # a perf that refuses the field list: its default fields
+        stream.fallback = lambda: _start(perf, path, "--no-demangle" in proc.args, fields=False)
     stream.mangled = "--no-demangle" in proc.args
 
     def finish() -> None:
         stream.resume()
-        rc = proc.wait()
+        rc = stream.proc.wait()
+        err = stream.err
         err.seek(0)
         text = err.read().decode("utf-8", "replace")
         err.close()
@@ -58,15 +62,29 @@ def convert(path: str, demangle_here: bool = True):
     return stream, finish
 
 
-def _start(perf: str, path: str, demangle_here: bool = True):
+# perf script's default fields less the symbol offset (``-F -symoff``, perf 4.13 and
+# later), for a recording of samples only: the parsers drop a frame's ``+0x...`` anyway,
+# and perf formats 6% fewer bytes (the Java recording: 105 MB of text, not 112) 5% faster,
+# which the parser, the slower side there, reads sooner (benchmarks/README.md, "Seventh
+# round"). On tracepoints, perf 6.1 then leaves the call chains out, so a recording with
+# any keeps the default fields. A perf that refuses the list (too old) prints nothing and
+# fails: Follow.read then converts again with the default fields (``Follow.fallback``).
+FIELDS = ("-F", "-symoff")
+
+
+def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True):
     # stderr to a file, not a pipe: perf can print more warnings than a pipe holds; stdout
     # to an unlinked file that Follow reads as it grows (a second process can then parse
     # its end: offconv.parallel.follow_split)
     err = tempfile.TemporaryFile()
     out = tempfile.TemporaryFile()
     args = [perf, "script", "-i", path]
-    if demangle_here and no_demangle(path):
-        args.append("--no-demangle")
+    header = _samples_header(path)
+    if header is not None:
+        if fields:
+            args.extend(FIELDS)
+        if demangle_here and _no_demangle(path, *header):
+            args.append("--no-demangle")
     proc = subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
     return proc, err, out
 
@@ -91,24 +109,41 @@ def no_demangle(path: str) -> bool:
     demangles those), and the symbols of the dsos its samples hit are enough that perf's
     demangling of them costs more than the mangled text would cost the parser. A file whose
     header is not read here (pipe mode, another byte order) is left to perf."""
+    header = _samples_header(path)
+    return header is not None and _no_demangle(path, *header)
+
+
+def _samples_header(path: str) -> Optional[tuple]:
+    """(the header's first 104 bytes, the data section's offset and size) of a perf.data
+    whose header lists its events with none a tracepoint; None for any other file, and
+    for a header not read here (pipe mode, another byte order)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(104)
+            if len(head) < 104 or head[:8] != MAGIC:
+                return None
+            size, attr_size, attrs_at, attrs_size, data_at, data_size = \
+                struct.unpack_from("<6Q", head, 8)
+            if size != 104 or attr_size < 16 or not 0 < attrs_size <= 1 << 20:
+                return None
+            attrs = os.pread(f.fileno(), attrs_size, attrs_at)
+    except (OSError, struct.error):
+        return None
+    if len(attrs) != attrs_size or attrs_size % attr_size:
+        return None
+    types = [struct.unpack_from("<I", attrs, i)[0] for i in range(0, attrs_size, attr_size)]
+    if PERF_TYPE_TRACEPOINT in types:
+        return None
+    return head, data_at, data_size
+
+
+def _no_demangle(path: str, head: bytes, data_at: int, data_size: int) -> bool:
+    """no_demangle of a file whose header _samples_header read."""
     from .demangle import cxxfilt
     if cxxfilt() is None:
         return False
     try:
         with open(path, "rb") as f:
-            head = f.read(104)
-            if len(head) < 104 or head[:8] != MAGIC:
-                return False
-            size, attr_size, attrs_at, attrs_size, data_at, data_size = \
-                struct.unpack_from("<6Q", head, 8)
-            if size != 104 or attr_size < 16 or not 0 < attrs_size <= 1 << 20:
-                return False
-            attrs = os.pread(f.fileno(), attrs_size, attrs_at)
-            if len(attrs) != attrs_size or attrs_size % attr_size:
-                return False
-            types = [struct.unpack_from("<I", attrs, i)[0] for i in range(0, attrs_size, attr_size)]
-            if PERF_TYPE_TRACEPOINT in types:
-                return False
             dsos = _hit_dsos(f.fileno(), head, data_at + data_size)
     except (OSError, struct.error):
         return False
@@ -187,9 +222,11 @@ class Follow:
     LAG = 256 << 20
     PUNCH = 16 << 20
 
-    def __init__(self, proc, out):
+    def __init__(self, proc, out, err=None):
         self._proc = proc
         self._out = out
+        self.err = err  # perf's stderr file (convert's finish reads it)
+        self.fallback = None  # () -> (proc, err, out) of perf with its default fields
         self.fd = out.fileno()
         self.pos = 0
         self.end: Optional[int] = None
@@ -220,6 +257,9 @@ class Follow:
                 time.sleep(self.WAIT)
                 continue
             total = os.fstat(self.fd).st_size  # perf has ended: the file is complete
+            if not total and self.fallback is not None and self._proc.returncode:
+                self._restart()  # it refused the field list (FIELDS): the default fields
+                continue
             self.end = total
             if self.on_done is not None:
                 done, self.on_done = self.on_done, None
@@ -233,6 +273,19 @@ class Follow:
         if self.pos - self._punched >= self.PUNCH:
             self._punched = _punch(self.fd, self._punched, self.pos)
         return data
+
+    @property
+    def proc(self):
+        return self._proc
+
+    def _restart(self) -> None:
+        """Follow a new perf (``fallback``) from its start, this one's files closed."""
+        fallback, self.fallback = self.fallback, None
+        self._out.close()
+        if self.err is not None:
+            self.err.close()
+        self._proc, self.err, self._out = fallback()
+        self.fd = self._out.fileno()
 
     def _throttle(self) -> None:
         lag = os.fstat(self.fd).st_size - self.pos
