@@ -14,9 +14,10 @@ weights instead of the stacks (``_folded_part``): the folded output needs only t
 
 Only plain files (not stdin or gzip) of at least ``MIN_BYTES`` whose records take the
 samples route are split, and perf.data (``FollowSplit``): perf script's output file is read
-as perf writes it, and what is still unread when perf ends, if that is ``MIN_BYTES`` or
-more, is split the same way; the off-CPU path keeps its state across events and stays
-serial. Errors keep the serial order: the first part's error is raised before the second's.
+as perf writes it, and what is still unread when perf ends, if that is ``FOLLOW_MIN_BYTES``
+or more, is split the same way, with a child forked when the parse began (it waits for its
+part); the off-CPU path keeps its state across events and stays serial. Errors keep the
+serial order: the first part's error is raised before the second's.
 """
 from __future__ import annotations
 
@@ -42,6 +43,15 @@ CUT_SEARCH = 1 << 20   # look this far past the middle for a blank line
 # medians of 9-11 runs against 0.55: deep 1.00 -> 0.94 s, recorded Java 0.88 -> 0.84,
 # shallow 1.17 -> 1.11, JIT-like 1.23 -> 1.20; 0.51 and 0.62 were slower
 FIRST_SHARE = 0.58
+# FollowSplit's share of what is left when perf ends: the parent also reads through Follow
+# and merges; the child, forked before the parse, starts cold. With the child forked at
+# perf's end (copy-on-write on both sides) the balance was at 0.44 (timelines of 20 runs,
+# Java recording: 9.1 ms per MB left, against 10.3 at 0.58)
+FOLLOW_SHARE = 0.5
+# and the least left for it to take a part: with no fork at perf's end, the split costs the
+# child's pickling and the merge (20-30 ms with 20k stacks), against half the parse (12.5
+# ms/MB with the parent alone: 11-15 MB left took it 0.12-0.15 s)
+FOLLOW_MIN_BYTES = 8 << 20
 
 
 def enabled() -> bool:
@@ -165,10 +175,16 @@ def load_split(path: str, src: Source, fmt, opts, stats: dict, peek, profile):
 class FollowSplit:
     """A perf.data input over two processes (offconv.parsers.perf_data.Follow): this
     process parses perf script's output as perf writes it; when perf has ended and more
-    than ``MIN_BYTES`` are still to be read (the parser was the slower side, as on a Java
-    recording: 112 MB of text in 0.9 s of perf), the rest is cut at an event boundary at
-    ``FIRST_SHARE`` of it and a forked child sums the second part. ``merge_into`` adds the
-    child's sums after this process's, as the serial path would have met them."""
+    than ``FOLLOW_MIN_BYTES`` are still to be read (the parser was the slower side, as on a
+    Java recording: 105 MB of text in about a second of perf), the rest is cut at an event boundary at
+    ``FOLLOW_SHARE`` of it and a child sums the second part. ``merge_into`` adds the
+    child's sums after this process's, as the serial path would have met them.
+
+    The child is forked when the parse starts (``_forked_later``), while this process's
+    heap is small, and waits for its part: forked at perf's end, from a heap of 100 MB, it
+    made both processes copy every page either wrote to (copy-on-write faults), 30-100 ms
+    on the Java recording's tail. It then starts with cold caches, which cost it 12% (1.3
+    ms/MB) on that recording's text."""
 
     def __init__(self, follow, fmt, path: str, popts, want: str):
         self._follow = follow
@@ -176,21 +192,24 @@ class FollowSplit:
         self._path = path
         self._popts = popts
         self._want = want
-        self.child = None
         self.span = None
         self._fd = None
+        self.child = _forked_later(_second_part, path=path, fmt=fmt, first_lineno=1,
+                                   popts=popts, want=want)
         follow.on_done = self._done
 
     def _done(self, pos: int, size: int) -> Optional[int]:
-        if size - pos < MIN_BYTES:
-            return None
-        cut = _cut_in(self._follow.fd, pos, size, b"\n\n", FIRST_SHARE)
-        if cut is None:
+        cut = None
+        if size - pos >= FOLLOW_MIN_BYTES:
+            cut = _cut_in(self._follow.fd, pos, size, b"\n\n", FOLLOW_SHARE)
+        if cut is None:  # not worth a second process: the child goes
+            self.stop()
+            self.child = None
             return None
         self._fd = os.dup(self._follow.fd)  # the parent's own, should it parse the rest itself
         self.span = (cut, size)
-        self.child = _fork(_second_part, self._name(), self._path, self._fmt, self.span, 1,
-                           self._popts, self._want, share_frames=False)
+        # the file by this process's descriptor: Follow's own may have changed since the fork
+        self.child.start(name=f"/proc/{os.getpid()}/fd/{self._fd}", span=self.span)
         return cut
 
     def _name(self) -> str:
@@ -198,7 +217,7 @@ class FollowSplit:
 
     def merge_into(self, sums, stats: dict, src: Source) -> None:
         """After this process's part: the child's sums, stats and line numbers."""
-        if self.child is None:
+        if self.span is None:
             return
         try:
             result = self.child.result()
@@ -232,6 +251,11 @@ def follow_split(src: Source, fmt, opts, first) -> Optional[FollowSplit]:
     if not enabled() or not hasattr(follow, "on_done") or fmt.sum_blocks is None or not first.event:
         return None
     if opts.parse.addrs:
+        return None
+    try:  # perf script's text is 1.5 (no call chains) to 15 times the size of its perf.data
+        if os.path.getsize(src.path) < FOLLOW_MIN_BYTES // 64:
+            return None
+    except OSError:
         return None
     return FollowSplit(follow, fmt, src.path, opts.parse, opts.parse.event_filter or first.event)
 
@@ -409,3 +433,44 @@ class _fork:
         if self._read is not None:
             os.close(self._read)
             self._read = None
+
+
+class _forked_later(_fork):
+    """``fn(**fixed, **job)`` in a child forked now that waits for its ``job``
+    (``start``); ``stop()`` before ``start`` ends it unused (a job never sent reads as
+    none). ``result()`` as _fork's (pickled back, its Frames its own)."""
+
+    def __init__(self, fn, **fixed):
+        jr, jw = os.pipe()
+        r, w = os.pipe()
+        self._share = False
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.close(r)
+                os.close(jw)
+                with os.fdopen(jr, "rb") as f:
+                    job = f.read()
+                if job:
+                    data = pickle.dumps(fn(**fixed, **pickle.loads(job)), pickle.HIGHEST_PROTOCOL)
+                    with os.fdopen(w, "wb") as out:
+                        out.write(data)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(jr)
+        os.close(w)
+        self._read = r
+        self._job = jw
+
+    def start(self, **job) -> None:
+        with os.fdopen(self._job, "wb") as f:
+            self._job = None
+            f.write(pickle.dumps(job, pickle.HIGHEST_PROTOCOL))
+
+    def stop(self):
+        if self._job is not None:
+            os.close(self._job)
+            self._job = None
+        super().stop()

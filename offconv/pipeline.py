@@ -49,14 +49,17 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
         raise Retry("not summed here")       # after --demangle): perf is to demangle
     if route == SAMPLES:
         sums = Sums(opts.parse)
-        from .parallel import follow_split  # perf.data: the end of perf's output, if the
-        split = follow_split(src, fmt, opts, first)  # parser lags, over two processes
+        from .parallel import follow_split
+        split = None
         names = nullcontext()
         if src.mangled:  # perf script --no-demangle: the names are demangled once, here
             from .parsers import demangle
             names = demangle.collecting()
         try:
             with names, gcpause.paused():
+                # perf.data: the end of perf's output, if the parser lags, over two
+                # processes (the child is forked here: it collects mangled names too)
+                split = follow_split(src, fmt, opts, first)
                 fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
                                streaming=src.binary_format is not None)
                 if src.mangled:  # this part's (a split's child demangles its own)

@@ -67,6 +67,7 @@ def perf_plays(monkeypatch, tmp_path):
     returns run(text_path, jobs, *args) -> (exit code, output, bytes written) and the list
     of the split decisions taken (a cut offset, or None)."""
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "FOLLOW_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
     monkeypatch.setattr(perf_data.Follow, "ENOUGH", 1)  # give the first part as soon as it is there
     cuts = []
@@ -284,3 +285,62 @@ def test_a_perf_still_running_when_the_reader_is_done_is_killed(tmp_path):
     f = perf_data.Follow(proc, out)
     f.close()
     assert proc.returncode is not None and proc.returncode < 0
+
+
+@pytest.fixture
+def workers(monkeypatch):
+    """The pids of the children FollowSplit forks (parallel._forked_later), in order."""
+    pids = []
+    real = parallel._forked_later.__init__
+
+    def init(self, *a, **kw):
+        real(self, *a, **kw)
+        pids.append(self.pid)
+    monkeypatch.setattr(parallel._forked_later, "__init__", init)
+    return pids
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_the_child_is_forked_before_the_parse_and_reaped_after_it(perf_plays, workers):
+    """Forked when the parse begins (a small heap: no copy-on-write of the parser's caches
+    at perf's end), the child waits for its part; it is reaped whether it got one or not."""
+    run, cuts = perf_plays
+    text = max(TEXTS, key=lambda t: t.stat().st_size)
+    split = run(text, "2", "--mode", "oncpu", "--to", "folded")
+    assert cuts == [cuts[0]] and cuts[0] is not None and len(workers) == 1
+    assert _gone(workers[0])
+    assert split == run(text, "1", "--mode", "oncpu", "--to", "folded")
+
+
+def test_a_child_not_needed_is_ended(perf_plays, workers, monkeypatch):
+    run, cuts = perf_plays
+    monkeypatch.setattr(parallel, "_cut_in", lambda *a: None)  # no event boundary to cut at
+    text = max(TEXTS, key=lambda t: t.stat().st_size)
+    r = run(text, "2", "--mode", "oncpu", "--to", "folded")
+    assert r[0] == 0 and cuts == [None] and len(workers) == 1 and _gone(workers[0])
+
+
+def test_a_waiting_child_ends_with_its_parent(tmp_path):
+    """The parent killed before it gave the child a part (its job pipe closes): the child
+    does not wait for ever."""
+    code = ("import os, sys, time\n"
+            "from offconv import parallel\n"
+            "w = parallel._forked_later(lambda **kw: 1)\n"
+            "print(w.pid, flush=True)\n"
+            "os.kill(os.getpid(), 9)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[1])
+    pid = int(r.stdout.split()[0])
+    for _ in range(200):
+        if _gone(pid) or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError(f"child {pid} still waits")
