@@ -39,6 +39,8 @@ class Sums:
         # the parser's distinct Frames, if it keeps them (folded: its text -> Frame cache),
         # for offconv.parallel to share with the other part's
         self.frames: Optional[dict] = None
+        # display names of its first stacks, made ahead of the SVG (offconv.parallel)
+        self.stack_names = None
 
     def accepts(self, event: str, weight, unit: str, kind: str) -> bool:
         """Whether events of type ``event`` weighing ``weight`` each, met now (in input
@@ -126,6 +128,7 @@ class Sums:
         if fresh:
             if unit is not None:
                 profile.unit, profile.mode = unit, kind
+            profile.stack_names = self.stack_names  # a prefix of the samples: their first
         elif unit is not None and (unit, kind) != (profile.unit, profile.mode):
             raise OffconvError(f"{path}: its weights are {kind} in {unit}, the other inputs' "
                                f"{profile.mode} in {profile.unit}: they cannot be merged")

@@ -348,7 +348,8 @@ def convert(inputs, out, to, **kw):
         opts = replace(opts, aggregate=replace(opts.aggregate, timeline=True))
     if not (fmt.report or fmt.name == "hist"):   # a stack output: no per-thread analysis
         opts = replace(opts, aggregate=replace(opts.aggregate, analyse=False,
-                                               folded=fmt.name == "folded"))
+                                               folded=fmt.name == "folded",
+                                               svg=fmt.name == "svg"))
     profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
     profile.sources = tuple(inputs)
     if not (fmt.name == "report" and out in (None, "-")):  # the text report shows them itself

@@ -334,6 +334,8 @@ class Profile:
     summary: Optional[tuple] = None
     # Folded names made ahead of the folded output (offconv.naming.FoldedNames), or None.
     folded_names: Optional[object] = None
+    # Display names made ahead of the SVG for its first stacks (offconv.naming.StackNames).
+    stack_names: Optional[object] = None
 
     def total(self) -> float:
         return sum(self.samples.values())

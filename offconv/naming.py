@@ -120,6 +120,42 @@ class FoldedNames:
         return names
 
 
+class StackNames:
+    """Display names (Namer.stack) made ahead of the SVG for the first stacks of a profile
+    (offconv.parallel names its own part's while the second part is still parsed), under
+    one NamingOptions, looked up by the stack object's identity (kept alive here).
+    ``firsts`` are the (frame, name) pairs of the frames in the order they were first named
+    and ``caches`` the Namer's: the SVG renderer takes both over, so that its per-name flags
+    and first-seen order are those of naming every stack there."""
+
+    def __init__(self, opts: NamingOptions):
+        self.opts = opts
+        self.firsts: list = []
+        namer = Namer(opts, on_new=lambda frame, name: self.firsts.append((frame, name)))
+        self.caches = namer._caches
+        self._stack = namer.stack
+        self._stacks: list = []
+        self._names: dict = {}
+
+    def add(self, stacks: list) -> None:
+        """Name ``stacks``, the next stacks of the profile in its order."""
+        self._stacks.extend(stacks)
+        self._names.update(zip(map(id, stacks), map(self._stack, stacks)))
+
+    def __len__(self) -> int:
+        return len(self._stacks)
+
+    def keys(self, samples: dict, stack) -> list:
+        """The display names of every stack of ``samples`` in its order, those not named
+        here by ``stack``."""
+        names = list(map(self._names.get, map(id, samples)))
+        if None in names:
+            for i, s in enumerate(samples):
+                if names[i] is None:
+                    names[i] = stack(s)
+        return names
+
+
 def merge_by(samples: dict, key, keys: Optional[list] = None) -> dict:
     """stack of frames -> weight  =>  key(stack) -> summed weight: stacks that display the
     same (e.g. two threads of one comm without --tid) merge. ``key`` is a Namer's

@@ -58,6 +58,7 @@ class AggregateOptions:
     state_split: Optional[bool] = None  # None: per-output default (svg/speedscope on, folded off)
     timeline: bool = False         # also keep Profile.sequence: stacks in time order (--flamechart)
     folded: bool = False           # the output is folded text: offconv.parallel names stacks ahead
+    svg: bool = False              # the output is an SVG: a perf.data split names stacks ahead
     analyse: bool = True           # per-thread totals, causes, latencies (report, hist, verdict);
                                    # a stack output (folded, svg, ...) can do without them
 

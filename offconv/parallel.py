@@ -25,6 +25,7 @@ import copyreg
 import io
 import os
 import pickle
+import select
 import signal
 from dataclasses import replace
 from typing import Optional
@@ -32,7 +33,7 @@ from typing import Optional
 from . import gcpause
 from .aggregate import Sums, add_weights
 from .model import Frame
-from .naming import FoldedNames, Namer, merge_by
+from .naming import FoldedNames, Namer, StackNames, merge_by
 from .parsers import demangle
 from .source import Source
 
@@ -186,12 +187,14 @@ class FollowSplit:
     on the Java recording's tail. It then starts with cold caches, which cost it 12% (1.3
     ms/MB) on that recording's text."""
 
-    def __init__(self, follow, fmt, path: str, popts, want: str):
+    def __init__(self, follow, fmt, path: str, popts, want: str, naming=None):
         self._follow = follow
         self._fmt = fmt
         self._path = path
         self._popts = popts
         self._want = want
+        self._naming = naming  # the output is an SVG: name stacks while the child works
+        self.stack_names = None
         self.span = None
         self._fd = None
         self.child = _forked_later(_second_part, path=path, fmt=fmt, first_lineno=1,
@@ -220,6 +223,8 @@ class FollowSplit:
         if self.span is None:
             return
         try:
+            if self._naming is not None:
+                self.stack_names = _name_while(self.child, sums.counts, self._naming)
             result = self.child.result()
         finally:
             self.child.stop()
@@ -257,7 +262,25 @@ def follow_split(src: Source, fmt, opts, first) -> Optional[FollowSplit]:
             return None
     except OSError:
         return None
-    return FollowSplit(follow, fmt, src.path, opts.parse, opts.parse.event_filter or first.event)
+    naming = opts.naming if opts.aggregate.svg and not opts.flame.flamechart else None
+    return FollowSplit(follow, fmt, src.path, opts.parse, opts.parse.event_filter or first.event,
+                       naming)
+
+
+NAME_STEP = 2048  # stacks named between two looks at the child
+
+
+def _name_while(child, counts: dict, naming) -> StackNames:
+    """The display names of the first stacks of ``counts``, made until the child's result
+    starts to come (the SVG names the rest): time this process would otherwise spend
+    waiting."""
+    names = StackNames(naming)
+    stacks = list(counts)
+    for i in range(0, len(stacks), NAME_STEP):
+        if child.ready():
+            break
+        names.add(stacks[i:i + NAME_STEP])
+    return names
 
 
 # a format of one record per line (folded): the parent takes more than half, as it also
@@ -406,6 +429,10 @@ class _fork:
                 os._exit(code)
         os.close(w)
         self._read = r
+
+    def ready(self) -> bool:
+        """Whether the child's result has started to come (or the child has ended)."""
+        return bool(select.select([self._read], [], [], 0)[0])
 
     def result(self, frames: Optional[dict] = None):
         """The child's return value (its Frames made this process's equal ones, from

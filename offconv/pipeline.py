@@ -66,6 +66,7 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
                     demangle.apply_noted(sums, opts.parse.addrs)
                 if split is not None:
                     split.merge_into(sums, stats, src)
+                    sums.stack_names = split.stack_names
         finally:
             if split is not None:
                 split.stop()

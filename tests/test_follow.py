@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from offconv import parallel
+from offconv import naming, parallel
 from offconv.parsers import perf_data
 from test_parallel import run as convert  # (exit code, output, bytes written) with OFFCONV_JOBS
 
@@ -344,3 +344,28 @@ def test_a_waiting_child_ends_with_its_parent(tmp_path):
         time.sleep(0.01)
     else:
         raise AssertionError(f"child {pid} still waits")
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("args", [(), ("--tid", "--kernel", "--jit"), ("--colors", "java")],
+                         ids=["plain", "annotated", "java-colors"])
+def test_svg_names_made_while_the_child_works_draw_the_same(text, args, perf_plays, monkeypatch):
+    """To an SVG, the parent names its own stacks while the child still parses
+    (naming.StackNames): here it is made to name them all, as if the child were slow; the
+    SVG is the serial one, byte for byte (colours come from the frames' kinds, noted in
+    the order serial naming meets them)."""
+    run, cuts = perf_plays
+    serial = run(text, "1", "--to", "svg", *args)
+    assert serial[0] == 0 and serial[2], serial[1]
+    monkeypatch.setattr(parallel._fork, "ready", lambda self: False)
+    used = []
+    real = naming.StackNames.keys
+
+    def keys(self, samples, stack):
+        used.append(len(self))
+        return real(self, samples, stack)
+    monkeypatch.setattr(naming.StackNames, "keys", keys)
+    split = run(text, "2", "--to", "svg", *args)
+    if cuts and cuts[-1] is not None:  # split: its names were made ahead and used
+        assert used and used[0] > 0
+    assert split == serial
