@@ -204,6 +204,39 @@ def java_file(size: str = "100M", seconds: int = 55) -> Path | None:
     return out
 
 
+# A C file for the javac recording's compile loop: many small functions, so cc1 has work
+_C_WORK = "".join(f"static int f{i}(int x) {{ for (int k = 0; k < {i % 7 + 2}; k++) x = x * {i} + k; "
+                  f"return x ^ {i}; }}\n" for i in range(400)) + \
+    "int work(int x) { return " + " + ".join(f"f{i}(x)" for i in range(400)) + "; }\n"
+
+
+def javac_data(seconds: int = 20) -> Path | None:
+    """A perf.data of javac compiling java_file's 1,500-method Work.java in a loop (the
+    JIT with a perf map, the interpreter, the C1/C2 compiler threads) plus a gcc -O2 loop,
+    ``perf record -F 999 -g -a`` for ``seconds``: 30k distinct stacks of about 23 frames,
+    where the SVG, not the parse, is the tail after perf. Recorded once (held out in the
+    seventh round, then made a row). None without java, javac, gcc, perf and root."""
+    d = CACHE / "javac"
+    data = d / "javac.data"
+    if data.exists():
+        return data
+    if java_file("100M") is None or shutil.which("gcc") is None:
+        return None
+    d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(CACHE / "java" / "Work.java", d / "Work.java")
+    (d / "work.c").write_text(_C_WORK)
+    loop = (f"end=$((SECONDS+{seconds}))\n"
+            "( while [ $SECONDS -lt $end ]; do javac -J-XX:+PreserveFramePointer "
+            "-J-XX:+UnlockDiagnosticVMOptions -J-XX:+DumpPerfMapAtExit -d out Work.java; done ) &\n"
+            "( while [ $SECONDS -lt $end ]; do gcc -O2 -c work.c -o work.o; done ) &\nwait\n")
+    (d / "load.sh").write_text(loop)
+    subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(data) + ".tmp", "--",
+                    "bash", "load.sh"], cwd=d, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.replace(str(data) + ".tmp", data)
+    return data
+
+
 def jit_file(size: str = "100M") -> Path:
     """The Java/JIT-like shape, synthetic: cpu.txt's user frames renamed, copy by copy, to
     JIT-style method names in a /tmp/perf-PID.map (one name per return address and copy),

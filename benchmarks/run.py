@@ -17,7 +17,9 @@ repository):
   /tmp/perf-PID.map (hundreds of thousands of distinct symbols);
 - sched: shared/bench/inputs/sched.txt.xz grown to 100 MB with --shift-pids;
 - wide: cpu.txt x5 (--shift-pids) collapsed with --tid: a folded file of ~68k unique stacks;
-- perf.data: shared/bench/workloads/record_cpu.sh (20 s, -F 999 -g -a), recorded once.
+- perf.data: shared/bench/workloads/record_cpu.sh (20 s, -F 999 -g -a), recorded once; the
+  java recording's perf.data; javac compiling java's Work.java in a loop plus a gcc loop
+  (20 s, -F 999 -g -a, recorded once: 30k distinct stacks, the SVG is the tail).
 --big adds the 1 GB collapse (both cores), the 1 GB sched RSS and the RSS of an SVG of 1,000,000
 unique stacks (synthetic folded, built once).
 
@@ -41,7 +43,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (CACHE, ROOT, SHARED_BENCH, input_file, java_file, jit_file,  # noqa: E402
+from _common import (CACHE, ROOT, SHARED_BENCH, input_file, java_file, javac_data, jit_file,  # noqa: E402
                      offconv_cmd, program, shallow_file, timed)
 
 DEVNULL = subprocess.DEVNULL
@@ -226,6 +228,14 @@ def main() -> int:
                             [fgbin, "--perfdata", str(jdata), "-o", str(out / "inferno-java.svg")] if fgbin else None,
                             [jdata])
                 rows.append((f"perf.data, Java ({jdata.stat().st_size / 1e6:.0f} MB, 55 s, -F 999 -g -a) → SVG",
+                             r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
+            # javac + gcc (javac_data): 30k distinct stacks, the SVG is the tail after perf
+            cdata = javac_data()
+            if cdata is not None:
+                r = measure(a.runs, offconv_cmd(str(cdata), "--mode", "oncpu", "-o", str(out / "offconv-javac.svg")),
+                            [fgbin, "--perfdata", str(cdata), "-o", str(out / "inferno-javac.svg")] if fgbin else None,
+                            [cdata])
+                rows.append((f"perf.data, javac + gcc ({cdata.stat().st_size / 1e6:.0f} MB, 20 s, -F 999 -g -a) → SVG",
                              r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
 
     if "rss" in only:
