@@ -112,12 +112,7 @@ class FoldedNames:
 
     def folded(self, samples: dict, namer: Namer) -> list:
         """The folded name of every stack of ``samples``, in its order."""
-        names = list(map(self._names.get, map(id, samples)))
-        if None in names:
-            for i, stack in enumerate(samples):
-                if names[i] is None:
-                    names[i] = namer.folded(stack)
-        return names
+        return _known_or_named(self._names, samples, namer.folded)
 
 
 class StackNames:
@@ -148,12 +143,18 @@ class StackNames:
     def keys(self, samples: dict, stack) -> list:
         """The display names of every stack of ``samples`` in its order, those not named
         here by ``stack``."""
-        names = list(map(self._names.get, map(id, samples)))
-        if None in names:
-            for i, s in enumerate(samples):
-                if names[i] is None:
-                    names[i] = stack(s)
-        return names
+        return _known_or_named(self._names, samples, stack)
+
+
+def _known_or_named(known: dict, samples: dict, name) -> list:
+    """The name of every stack of ``samples`` in its order: ``known``'s (by the stack
+    object's identity), else ``name(stack)``."""
+    names = list(map(known.get, map(id, samples)))
+    if None in names:
+        for i, stack in enumerate(samples):
+            if names[i] is None:
+                names[i] = name(stack)
+    return names
 
 
 def merge_by(samples: dict, key, keys: Optional[list] = None) -> dict:

@@ -469,26 +469,8 @@ class _forked_later(_fork):
 
     def __init__(self, fn, **fixed):
         jr, jw = os.pipe()
-        r, w = os.pipe()
-        self._share = False
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: never returns
-            code = 1
-            try:
-                os.close(r)
-                os.close(jw)
-                with os.fdopen(jr, "rb") as f:
-                    job = f.read()
-                if job:
-                    data = pickle.dumps(fn(**fixed, **pickle.loads(job)), pickle.HIGHEST_PROTOCOL)
-                    with os.fdopen(w, "wb") as out:
-                        out.write(data)
-                code = 0
-            finally:
-                os._exit(code)
+        super().__init__(_run_job, fn, fixed, jr, jw, share_frames=False)
         os.close(jr)
-        os.close(w)
-        self._read = r
         self._job = jw
 
     def start(self, **job) -> None:
@@ -501,3 +483,12 @@ class _forked_later(_fork):
             os.close(self._job)
             self._job = None
         super().stop()
+
+
+def _run_job(fn, fixed: dict, jr: int, jw: int):
+    """In a _forked_later child: ``fn(**fixed, **job)`` once its job has come through the
+    pipe ``jr``; None when none comes (the pipe closed first)."""
+    os.close(jw)
+    with os.fdopen(jr, "rb") as f:
+        job = f.read()
+    return fn(**fixed, **pickle.loads(job)) if job else None
