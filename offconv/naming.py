@@ -116,19 +116,17 @@ class FoldedNames:
 
 
 class StackNames:
-    """Display names (Namer.stack) made ahead of the SVG for the first stacks of a profile
-    (offconv.parallel names its own part's while the second part is still parsed), under
-    one NamingOptions, looked up by the stack object's identity (kept alive here).
-    ``firsts`` are the (frame, name) pairs of the frames in the order they were first named
-    and ``caches`` the Namer's: the SVG renderer takes both over, so that its per-name flags
-    and first-seen order are those of naming every stack there."""
+    """Display names made ahead of the SVG for the first stacks of a profile
+    (offconv.parallel names its own part's while the second part is still parsed), by
+    ``labels`` (the SVG renderer's labeller: its Namer, and the flags it notes for each
+    frame it names first), looked up by the stack object's identity (kept alive here).
+    The renderer takes ``labels`` over, so that its labels, flags and first-seen order are
+    those of naming every stack there, and names only the stacks not named here."""
 
-    def __init__(self, opts: NamingOptions):
+    def __init__(self, opts: NamingOptions, labels):
         self.opts = opts
-        self.firsts: list = []
-        namer = Namer(opts, on_new=lambda frame, name: self.firsts.append((frame, name)))
-        self.caches = namer._caches
-        self._stack = namer.stack
+        self.labels = labels
+        self._stack = labels.stack
         self._stacks: list = []
         self._names: dict = {}
 

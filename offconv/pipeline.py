@@ -59,7 +59,7 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
             with names, gcpause.paused():
                 # perf.data: the end of perf's output, if the parser lags, over two
                 # processes (the child is forked here: it collects mangled names too)
-                split = follow_split(src, fmt, opts, first)
+                split = follow_split(src, fmt, opts, first, sums)
                 fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
                                streaming=src.binary_format is not None)
                 if src.mangled:  # this part's (a split's child demangles its own)

@@ -68,6 +68,7 @@ def perf_plays(monkeypatch, tmp_path):
     of the split decisions taken (a cut offset, or None)."""
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "FOLLOW_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "FOLLOW_MIN_SVG_BYTES", 0)
     monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
     monkeypatch.setattr(perf_data.Follow, "ENOUGH", 1)  # give the first part as soon as it is there
     cuts = []

@@ -11,7 +11,7 @@ from typing import Optional
 
 from offconv.model import INLINE, JIT, KERNEL, MARKER, STATE, Frame, Profile
 from offconv.options import NamingOptions
-from offconv.renderers.svg.graph import _Labels
+from offconv.renderers.svg.graph import Labels
 from offconv.renderers.svg.layout import layout, parse_minwidth, prune_threshold
 from offconv.renderers.svg.palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER
 
@@ -65,7 +65,7 @@ def folded_profile(text: str, unit: str = "samples", mode: str = "oncpu") -> Pro
 
 def layout_with_kinds(samples: dict, **kw):
     """layout() as the SVG renderer calls it: names and flags from the frames' kinds."""
-    labels = _Labels(NamingOptions())
+    labels = Labels(NamingOptions())
     rows = labels.merge(as_frames(samples))
     return layout(rows, flags=labels.flags, **kw)
 

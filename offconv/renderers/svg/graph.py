@@ -82,13 +82,15 @@ def render(profile: Profile, out: TextIO, opts: Options) -> None:
 
 def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, naming: NamingOptions,
           min_value: float) -> None:
-    labels = _Labels(naming)
     known = profile.stack_names
     if flame.flamechart and profile.sequence is not None and profile.before is None:
+        labels = Labels(naming)
         rows = [(labels.stack(s), w) for s, w in profile.sequence]  # interval data in time order
     elif known is not None and known.opts == naming:
-        rows = labels.merge_known(profile.samples, known)
+        labels = known.labels  # its first stacks were named ahead, by this labeller
+        rows = merge_by(profile.samples, None, known.keys(profile.samples, labels.stack))
     else:
+        labels = Labels(naming)
         rows = labels.merge(profile.samples)
     before = labels.merge(profile.before) if profile.before is not None else None
     lay = layout(rows, before, reverse=flame.reverse, flamechart=flame.flamechart,
@@ -96,10 +98,11 @@ def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, nami
     write_svg(out, lay, style, differential=profile.before is not None)
 
 
-class _Labels:
+class Labels:
     """Display names of the profile's frames (offconv.naming) and, per name, the family
     and kind bits the layout and palette read (from the frames' kinds, never from the
-    names)."""
+    names). offconv.parallel may name a profile's first stacks with one ahead of the
+    drawing (naming.StackNames), which then goes on with it."""
 
     def __init__(self, naming: NamingOptions):
         self.flags: dict = {}
@@ -119,16 +122,6 @@ class _Labels:
 
     def merge(self, samples: dict) -> dict:
         return merge_by(samples, self.stack)
-
-    def merge_known(self, samples: dict, known) -> dict:
-        """merge() of samples whose first stacks were named ahead (naming.StackNames): its
-        frames are noted in the order they were first named there, as merge() would have
-        met them, and its labels are taken over."""
-        for frame, name in known.firsts:
-            self._note(frame, name)
-        for mine, theirs in zip(self.namer._caches, known.caches):
-            mine.update(theirs)
-        return merge_by(samples, None, known.keys(samples, self.stack))
 
 
 FORMAT = OutputFormat(name="svg", suffixes=(".svg",), render=render, state_split=True,

@@ -188,15 +188,24 @@ def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
     pct_of = 100.0 / lay.timemax
     color = Colorizer(style.palette, style.use_hash, style.state_split)
     names: dict = {}
+    # per name: its escaped and bare text and state help (as first met); per (name, flags):
+    # its fill; per value: its text and percentage (all repeat: the 14.6k boxes of a
+    # 23k-stack profile hold 1.9k names and a few thousand values)
+    shown_get = names.get
+    fills: dict = {}
+    fills_get = fills.get
+    values: dict = {}
+    values_get = values.get
     append = parts.append
+    timemax_x = round(XPAD + lay.timemax * wpt, 1)
     for name, depth, start, value, before, flags, own in lay.boxes:
-        shown = names.get(name)
+        shown = shown_get(name)
         if shown is None:
             bare = strip_annotation(name)
             shown = names[name] = (escape(bare), bare,
                                    _state_help(bare, flags) if style.state_split else "")
         x1 = round(XPAD + start * wpt, 1)
-        x2 = round(XPAD + (start + value) * wpt, 1) if depth else round(XPAD + lay.timemax * wpt, 1)
+        x2 = round(XPAD + (start + value) * wpt, 1) if depth else timemax_x
         w = x2 - x1
         if depth == 0:
             info = f"all ({fmt(value)}, 100%)"
@@ -204,8 +213,13 @@ def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
         elif differential:
             info, fill, mark = _diff_info(shown[0], value, before, own, fmt, pct_of, lay, style)
         else:
-            info = f"{shown[0]} ({fmt(value)}, {value * pct_of:.2f}%{shown[2]})"
-            fill = color(name, flags)
+            shown_value = values_get(value)
+            if shown_value is None:
+                shown_value = values[value] = f"{fmt(value)}, {value * pct_of:.2f}%"
+            info = f"{shown[0]} ({shown_value}{shown[2]})"
+            fill = fills_get((name, flags))
+            if fill is None:
+                fill = fills[(name, flags)] = color(name, flags)
         chars = int(w / char_px)
         label = ""
         if chars >= 3:
