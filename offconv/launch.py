@@ -8,7 +8,10 @@ killed at exit.
 When the command is done, the process ends with ``os._exit`` once the atexit handlers have
 run and stdout and stderr are flushed: tearing down the heap (every stack, frame and cache
 of a large input, one object at a time) took 0.08-0.1 s of a 1 s collapse and changes no
-output. offconv starts no threads and writes its outputs completely before it returns."""
+output. offconv starts no threads and writes its outputs completely before it returns.
+The cyclic collector is off from the start to that end (offconv.gcpause): turned back on
+after the command, it collected every stack still alive before the process ended (0.05-0.11
+s after the SVG of a 23k-stack perf.data)."""
 from __future__ import annotations
 
 import gc

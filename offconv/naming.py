@@ -135,6 +135,16 @@ class StackNames:
         self._stacks.extend(stacks)
         self._names.update(zip(map(id, stacks), map(self._stack, stacks)))
 
+    def add_named(self, stacks: list, names: list, flags: dict) -> None:
+        """``stacks`` with their ``names``, made by another process's labeller, whose
+        ``flags`` (display name -> family and kind bits) are added to ``labels``'."""
+        self._stacks.extend(stacks)
+        self._names.update(zip(map(id, stacks), names))
+        mine = self.labels.flags
+        for name, (family, bits) in flags.items():
+            old = mine.get(name)
+            mine[name] = (family, bits) if old is None else (old[0] | family, old[1] | bits)
+
     def __len__(self) -> int:
         return len(self._stacks)
 

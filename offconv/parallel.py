@@ -16,8 +16,10 @@ Only plain files (not stdin or gzip) of at least ``MIN_BYTES`` whose records tak
 samples route are split, and perf.data (``FollowSplit``): perf script's output file is read
 as perf writes it, and what is still unread when perf ends, if that is ``FOLLOW_MIN_BYTES``
 or more, is split the same way, with a child forked when the parse began (it waits for its
-part); the off-CPU path keeps its state across events and stays serial. Errors keep the
-serial order: the first part's error is raised before the second's.
+part). To an SVG, from ``FOLLOW_MIN_SVG_BYTES`` left, the child takes more of it (this
+process names its own stacks meanwhile) and sends its stacks' display names with them
+(``_labelled_part``). The off-CPU path keeps its state across events and stays serial.
+Errors keep the serial order: the first part's error is raised before the second's.
 """
 from __future__ import annotations
 
@@ -88,21 +90,23 @@ def _cut_in(fd: int, start: int, size: int, sep: bytes, share: float) -> Optiona
     return cut if cut < size else None
 
 
-def _second_part(name, path, fmt, span, first_lineno, popts, want, naming=None):
+def _second_part(name, path, fmt, span, first_lineno, popts, want, naming=None, labels=None):
     """In the child: the sums of bytes ``span`` of the file ``name`` (the input ``path``,
     which messages name, or perf script's output of it), or None when it failed (the parent
     then parses it itself, to raise the same error in the same way)."""
     try:
         return _second_part_here(Source(name, span=span, first_lineno=first_lineno), path, fmt,
-                                 popts, want, naming)
+                                 popts, want, naming, labels)
     except BaseException:  # noqa: BLE001 - reported by the parent's own parse
         return None
 
 
-def _second_part_here(src, path, fmt, popts, want, naming=None):
+def _second_part_here(src, path, fmt, popts, want, naming=None, labels=None):
     """(Sums.part(), whether another event type was left out, parse stats, the line cut
     short at the end or None). With ``naming`` (the output is folded): its stacks' folded
-    names and weights instead of its stacks (``_folded_part``)."""
+    names and weights instead of its stacks (``_folded_part``). With ``labels`` (the
+    NamingOptions of an SVG): Sums.part() and, after it, the display names of its stacks
+    in its order and the flags its labeller noted (``_labelled_part``)."""
     stats: dict = {}
     sums = Sums(replace(popts, event_filter=want))
     with gcpause.paused():
@@ -110,7 +114,20 @@ def _second_part_here(src, path, fmt, popts, want, naming=None):
         demangle.apply_noted(sums, popts.addrs)  # perf.data converted with --no-demangle
         if naming is not None:
             return _folded_part(sums, naming), sums.other, stats, src.cut_line
+        if labels is not None:
+            return _labelled_part(sums, labels), sums.other, stats, src.cut_line
     return sums.part(), sums.other, stats, src.cut_line
+
+
+def _labelled_part(sums, naming) -> tuple:
+    """Sums.part() and (the display names of its stacks, in its order, and the flags of
+    the frames named first here) as the SVG's labeller makes them: the parent then names
+    none of them (its merge waits for this part, naming them there took it 30-60 ms of the
+    javac + gcc recording's tail). The names' strings pickle once each (pickle's memo)."""
+    from .renderers.svg.graph import Labels
+    labels = Labels(naming)
+    part = sums.part()
+    return (*part, (list(map(labels.stack, sums.counts)), labels.flags))
 
 
 def _folded_part(sums, naming) -> tuple:
@@ -195,7 +212,13 @@ class FollowSplit:
     heap is small, and waits for its part: forked at perf's end, from a heap of 100 MB, it
     made both processes copy every page either wrote to (copy-on-write faults), 30-100 ms
     on the Java recording's tail. It then starts with cold caches, which cost it 12% (1.3
-    ms/MB) on that recording's text."""
+    ms/MB) on that recording's text.
+
+    To an SVG, what is left is split from FOLLOW_MIN_SVG_BYTES on, and this process's
+    share is smaller (``_svg_share``): while the child parses, it names its own stacks
+    with the SVG's labeller (``_name_while``, naming.StackNames), and the child names its
+    own part's, sending the names with its stacks (``_labelled_part``). The drawing then
+    names only the stacks neither got to."""
 
     def __init__(self, follow, fmt, path: str, popts, want: str, naming=None, sums=None):
         self._follow = follow
@@ -210,7 +233,7 @@ class FollowSplit:
         self.span = None
         self._fd = None
         self.child = _forked_later(_second_part, path=path, fmt=fmt, first_lineno=1,
-                                   popts=popts, want=want)
+                                   popts=popts, want=want, labels=naming)
         follow.on_done = self._done
 
     def _done(self, pos: int, size: int) -> Optional[int]:
@@ -265,6 +288,9 @@ class FollowSplit:
         finally:
             os.close(self._fd)
         part, other, stats2, cut_line = result
+        if len(part) == 6:  # _labelled_part: the names of its stacks come with them
+            *part, (names, flags) = part
+            self.stack_names.add_named([stack for stack, _ in part[0]], names, flags)
         with gcpause.paused():
             sums.merge(part)
         sums.other = sums.other or other

@@ -370,3 +370,71 @@ def test_svg_names_made_while_the_child_works_draw_the_same(text, args, perf_pla
     if cuts and cuts[-1] is not None:  # split: its names were made ahead and used
         assert used and used[0] > 0
     assert split == serial
+
+
+class _Counts:
+    """Sums as FollowSplit._svg_share reads it: its stacks so far."""
+
+    def __init__(self, stacks: int, depth: int = 20):
+        self.counts = {tuple(range(i, i + depth)): 1 for i in range(stacks)}
+
+
+def _share(stacks: int, left: int, parsed: int = 50 << 20, cpu: float = 0.5) -> float:
+    split = parallel.FollowSplit.__new__(parallel.FollowSplit)
+    split._sums = _Counts(stacks)
+    split._cpu = time.process_time() - cpu  # ``cpu`` s spent on ``parsed`` bytes so far
+    return split._svg_share(parsed, parsed + left)
+
+
+def test_to_an_svg_the_child_takes_more_the_more_stacks_the_parent_has_to_name():
+    """The parent names its own stacks while the child parses (_name_while): its share of
+    what is left goes down as its stacks go up, from FOLLOW_SHARE (nothing to name) to 0
+    (naming takes longer than the child's parse of all that is left)."""
+    shares = [_share(n, 20 << 20) for n in (0, 2000, 8000, 20000, 200000)]
+    assert shares[0] == pytest.approx(parallel.FOLLOW_SHARE, abs=0.01)
+    assert shares == sorted(shares, reverse=True) and len(set(shares)) == len(shares)
+    assert shares[-1] == 0.0
+    # the same stacks and more left: the parent keeps more of it
+    assert _share(8000, 60 << 20) > _share(8000, 20 << 20)
+
+
+def test_a_child_that_takes_all_that_is_left_draws_the_same(perf_plays, monkeypatch):
+    """Share 0 (the parent only names): the cut is the first event boundary after what the
+    parent has read, and the SVG is the serial one, byte for byte."""
+    run, cuts = perf_plays
+    monkeypatch.setattr(parallel, "NAME_BYTES_PER_FRAME", 1e9)
+    shares = []
+    real = parallel.FollowSplit._svg_share
+
+    def share(self, pos, size):
+        shares.append(real(self, pos, size))
+        return shares[-1]
+    monkeypatch.setattr(parallel.FollowSplit, "_svg_share", share)
+    text = max(TEXTS, key=lambda p: p.stat().st_size)
+    serial = run(text, "1", "--to", "svg")
+    split = run(text, "2", "--to", "svg")
+    assert shares == [0.0] and cuts and cuts[-1] is not None
+    assert split == serial and serial[0] == 0
+
+
+@pytest.mark.parametrize("args", [(), ("--tid", "--kernel", "--jit")], ids=["plain", "annotated"])
+def test_to_an_svg_the_child_sends_the_names_of_its_stacks(args, perf_plays, monkeypatch):
+    """The child names its part's stacks with the SVG's labeller (parallel._labelled_part):
+    the parent names none of them, and a name the child got wrong would show."""
+    run, cuts = perf_plays
+    text = max(TEXTS, key=lambda p: p.stat().st_size)
+    serial = run(text, "1", "--to", "svg", *args)
+    sent = []
+    real = naming.StackNames.add_named
+
+    def add_named(self, stacks, names, flags):
+        sent.append(len(names))
+        real(self, stacks, names, flags)
+    monkeypatch.setattr(naming.StackNames, "add_named", add_named)
+    assert run(text, "2", "--to", "svg", *args) == serial
+    assert cuts[-1] is not None and sent and sent[0] > 0
+
+    def wrong(self, stacks, names, flags):  # the child's names are the ones drawn
+        real(self, stacks, [n[:-1] + ("renamed",) for n in names], flags)
+    monkeypatch.setattr(naming.StackNames, "add_named", wrong)
+    assert run(text, "2", "--to", "svg", *args) != serial

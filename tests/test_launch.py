@@ -126,3 +126,19 @@ def test_stdout_piped_is_complete_after_the_fast_exit(tmp_path):
                        text=True, env=_buffered())
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == sorted(lines)
+
+
+def test_the_collector_stays_off_until_the_process_ends(tmp_path):
+    """Re-enabling the cyclic collector when a command is done made the next allocation
+    collect every object allocated during the command (offconv.gcpause), all still alive,
+    just before os._exit: launch.main leaves it off, and the command's output is whole."""
+    folded = tmp_path / "in.folded"
+    folded.write_text("main;f;g 3\nmain;f 2\n")
+    out = tmp_path / "out.svg"
+    code = ("import atexit, gc, sys; from offconv import launch; "
+            "atexit.register(lambda: sys.stderr.write(f'gc enabled at exit: {gc.isenabled()}')); "
+            f"sys.argv = ['offconv', {str(folded)!r}, '-o', {str(out)!r}]; launch.main()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_buffered())
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "gc enabled at exit: False"
+    assert out.read_text().rstrip().endswith("</svg>")
