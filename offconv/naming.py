@@ -129,17 +129,23 @@ class StackNames:
         self._stack = labels.stack
         self._stacks: list = []
         self._names: dict = {}
+        # display name -> weight of stacks that are not in the profile, only named
+        # (add_named: the split's second part)
+        self.named: dict = {}
 
     def add(self, stacks: list) -> None:
         """Name ``stacks``, the next stacks of the profile in its order."""
         self._stacks.extend(stacks)
         self._names.update(zip(map(id, stacks), map(self._stack, stacks)))
 
-    def add_named(self, stacks: list, names: list, flags: dict) -> None:
-        """``stacks`` with their ``names``, made by another process's labeller, whose
-        ``flags`` (display name -> family and kind bits) are added to ``labels``'."""
-        self._stacks.extend(stacks)
-        self._names.update(zip(map(id, stacks), names))
+    def add_named(self, names: list, weights: list, flags: dict) -> None:
+        """Display names with their weights, of stacks that are not in the profile (the
+        split's second part, named by another process's labeller: the SVG adds them to
+        its rows), and the ``flags`` (display name -> family and kind bits) that labeller
+        noted, added to ``labels``'."""
+        named = self.named
+        for name, w in zip(names, weights):
+            named[name] = named.get(name, 0) + w
         mine = self.labels.flags
         for name, (family, bits) in flags.items():
             old = mine.get(name)

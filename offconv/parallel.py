@@ -58,13 +58,16 @@ FOLLOW_SHARE = 0.5
 FOLLOW_MIN_BYTES = 8 << 20
 # To an SVG, the parent also has to name its stacks (naming.StackNames), which it does
 # while the child parses (_name_while): the child then takes more of what is left, so that
-# both end together (``_svg_cut``), and a split pays from ``FOLLOW_MIN_SVG_BYTES`` left.
-# Naming a frame costs about as much as parsing NAME_BYTES_PER_FRAME bytes of perf script
-# text (100-150 ns against 12-14 ms/MB here: the javac + gcc recording's 23k stacks of 29
-# frames, 0.09 s, against 0.16 s for its last 12 MB); the child, cold, parses 12% slower.
+# both end together (``FollowSplit._svg_share``), and a split pays from
+# ``FOLLOW_MIN_SVG_BYTES`` left. Naming a frame (with the rest of the renderer's per-stack
+# work) costs about as much as parsing NAME_BYTES_PER_FRAME bytes of perf script text:
+# timelines of the javac + gcc recording, 19k stacks of 29 frames named in 57 ms where the
+# parent parsed at 10.3 ms/MB (its average, start included), and 0.06-0.14 s more per
+# stack-naming pass in the drawing. CHILD_SLOWER: the child's rate over that average
+# (8.7-11 ms/MB measured there: its caches are cold, but it parses no start).
 FOLLOW_MIN_SVG_BYTES = 1 << 20
-NAME_BYTES_PER_FRAME = 20
-CHILD_SLOWER = 1.0
+NAME_BYTES_PER_FRAME = 16
+CHILD_SLOWER = 1.15
 
 
 def enabled() -> bool:
@@ -120,14 +123,17 @@ def _second_part_here(src, path, fmt, popts, want, naming=None, labels=None):
 
 
 def _labelled_part(sums, naming) -> tuple:
-    """Sums.part() and (the display names of its stacks, in its order, and the flags of
-    the frames named first here) as the SVG's labeller makes them: the parent then names
-    none of them (its merge waits for this part, naming them there took it 30-60 ms of the
-    javac + gcc recording's tail). The names' strings pickle once each (pickle's memo)."""
+    """Sums.part() with no stacks, and (the display names of its stacks, summed by name,
+    their weights, and the flags of the frames named first here) as the SVG's labeller
+    makes them: an SVG needs no more. The parent then names none of them, and unpickles
+    tuples of strings (each string once: pickle's memo) instead of stacks of Frames to
+    hash into its sums (on the javac + gcc recording's tail, naming the child's stacks
+    took the drawing 30-60 ms and merging them 20-40 ms)."""
     from .renderers.svg.graph import Labels
     labels = Labels(naming)
-    part = sums.part()
-    return (*part, (list(map(labels.stack, sums.counts)), labels.flags))
+    named = merge_by(sums.counts, labels.stack)
+    return [], sums.before, sums.unit, sums.kind, sums.weighted, \
+        (list(named), list(named.values()), labels.flags)
 
 
 def _folded_part(sums, naming) -> tuple:
@@ -288,9 +294,9 @@ class FollowSplit:
         finally:
             os.close(self._fd)
         part, other, stats2, cut_line = result
-        if len(part) == 6:  # _labelled_part: the names of its stacks come with them
-            *part, (names, flags) = part
-            self.stack_names.add_named([stack for stack, _ in part[0]], names, flags)
+        if len(part) == 6:  # _labelled_part: its stacks' names and weights, no stacks
+            *part, (names, weights, flags) = part
+            self.stack_names.add_named(names, weights, flags)
         with gcpause.paused():
             sums.merge(part)
         sums.other = sums.other or other
@@ -303,8 +309,11 @@ class FollowSplit:
             self.child.stop()
 
 
-def follow_split(src: Source, fmt, opts, first, sums=None) -> Optional[FollowSplit]:
-    """A FollowSplit for an input read through perf_data.Follow on the samples route."""
+def follow_split(src: Source, fmt, opts, first, sums=None,
+                 first_input: bool = True) -> Optional[FollowSplit]:
+    """A FollowSplit for an input read through perf_data.Follow on the samples route. To an
+    SVG, the first input's child sends its stacks' names, not its stacks (the profile then
+    holds them as StackNames.named: only the first input's sums become the profile's)."""
     follow = getattr(src, "_stream", None)
     if not enabled() or not hasattr(follow, "on_done") or fmt.sum_blocks is None or not first.event:
         return None
@@ -315,7 +324,8 @@ def follow_split(src: Source, fmt, opts, first, sums=None) -> Optional[FollowSpl
             return None
     except OSError:
         return None
-    naming = opts.naming if opts.aggregate.svg and not opts.flame.flamechart else None
+    naming = opts.naming if opts.aggregate.svg and not opts.flame.flamechart and first_input \
+        else None
     return FollowSplit(follow, fmt, src.path, opts.parse, opts.parse.event_filter or first.event,
                        naming, sums)
 

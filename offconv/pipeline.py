@@ -39,11 +39,13 @@ def open_input(path: str, from_format: str = "auto", demangle_here: bool = True)
     return src, formats.detect(path, src.head)
 
 
-def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
+def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str,
+                      first: bool = True):
     """(SAMPLES, aggregate.Sums) when the format sums its own samples (sum_blocks) and the
     input's first block list already decides the samples route; else (route, records), as
-    _route gives them."""
-    lists, route, first = peek(src, fmt, opts, mode)
+    _route gives them. ``first``: the first input (a perf.data split may then leave its
+    second part's stacks out of the sums, named only for an SVG: parallel.follow_split)."""
+    lists, route, first_record = peek(src, fmt, opts, mode)
     if src.mangled and (route != SAMPLES or opts.parse.demangle):
         from .parsers.demangle import Retry  # only the summed path demangles (and not
         raise Retry("not summed here")       # after --demangle): perf is to demangle
@@ -59,7 +61,7 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
             with names, gcpause.paused():
                 # perf.data: the end of perf's output, if the parser lags, over two
                 # processes (the child is forked here: it collects mangled names too)
-                split = follow_split(src, fmt, opts, first, sums)
+                split = follow_split(src, fmt, opts, first_record, sums, first)
                 fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
                                streaming=src.binary_format is not None)
                 if src.mangled:  # this part's (a split's child demangles its own)
@@ -76,7 +78,7 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str):
 
 
 def _demangled_here_or_by_perf(src: Source, fmt, opts: Options, stats: dict, mode: str,
-                               from_format: str) -> tuple:
+                               from_format: str, first: bool = True) -> tuple:
     """_summed_or_routed of a perf.data that perf script converted with --no-demangle
     (offconv demangles its names: parsers.demangle), or, where offconv cannot be sure to
     print what perf would (demangle.Retry), of the same file converted again with perf's
@@ -85,11 +87,11 @@ def _demangled_here_or_by_perf(src: Source, fmt, opts: Options, stats: dict, mod
     from .parsers.demangle import Retry
     tried: dict = {}  # this conversion's stats, kept only if it is the one used
     try:
-        route, records = _summed_or_routed(src, fmt, opts, tried, mode)
+        route, records = _summed_or_routed(src, fmt, opts, tried, mode, first)
     except Retry:
         src.close()
         src, fmt = open_input(src.path, from_format, demangle_here=False)
-        route, records = _summed_or_routed(src, fmt, opts, stats, mode)
+        route, records = _summed_or_routed(src, fmt, opts, stats, mode, first)
         return route, records, src
     _merge_stats(stats, tried)
     return route, records, src
@@ -168,10 +170,10 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
                 continue
         if fmt.parse_blocks is not None and src.mangled:
             route, records, src = _demangled_here_or_by_perf(src, fmt, opts, stats, agg.mode,
-                                                             from_format)
+                                                             from_format, profile is None)
             sources[-1] = src
         elif fmt.parse_blocks is not None:
-            route, records = _summed_or_routed(src, fmt, opts, stats, agg.mode)
+            route, records = _summed_or_routed(src, fmt, opts, stats, agg.mode, profile is None)
         elif fmt.sum_lines is not None and agg.mode in ("auto", ONCPU):
             route, records = SAMPLES, Sums(opts.parse)   # its records are all Samples
             with gcpause.paused():

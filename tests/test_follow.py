@@ -390,10 +390,11 @@ def test_to_an_svg_the_child_takes_more_the_more_stacks_the_parent_has_to_name()
     """The parent names its own stacks while the child parses (_name_while): its share of
     what is left goes down as its stacks go up, from FOLLOW_SHARE (nothing to name) to 0
     (naming takes longer than the child's parse of all that is left)."""
-    shares = [_share(n, 20 << 20) for n in (0, 2000, 8000, 20000, 200000)]
-    assert shares[0] == pytest.approx(parallel.FOLLOW_SHARE, abs=0.01)
-    assert shares == sorted(shares, reverse=True) and len(set(shares)) == len(shares)
-    assert shares[-1] == 0.0
+    shares = [_share(n, 20 << 20) for n in (0, 8000, 12000, 16000, 200000)]
+    assert shares[0] == parallel.FOLLOW_SHARE and shares[-1] == 0.0
+    middle = shares[1:-1]
+    assert all(0 < s < parallel.FOLLOW_SHARE for s in middle), shares
+    assert middle == sorted(middle, reverse=True) and len(set(middle)) == len(middle)
     # the same stacks and more left: the parent keeps more of it
     assert _share(8000, 60 << 20) > _share(8000, 20 << 20)
 
@@ -419,22 +420,39 @@ def test_a_child_that_takes_all_that_is_left_draws_the_same(perf_plays, monkeypa
 
 @pytest.mark.parametrize("args", [(), ("--tid", "--kernel", "--jit")], ids=["plain", "annotated"])
 def test_to_an_svg_the_child_sends_the_names_of_its_stacks(args, perf_plays, monkeypatch):
-    """The child names its part's stacks with the SVG's labeller (parallel._labelled_part):
-    the parent names none of them, and a name the child got wrong would show."""
+    """The child names its part's stacks with the SVG's labeller and sends their names and
+    weights, not the stacks (parallel._labelled_part): the parent names none of them, and a
+    name the child got wrong would show."""
     run, cuts = perf_plays
     text = max(TEXTS, key=lambda p: p.stat().st_size)
     serial = run(text, "1", "--to", "svg", *args)
     sent = []
     real = naming.StackNames.add_named
 
-    def add_named(self, stacks, names, flags):
+    def add_named(self, names, weights, flags):
         sent.append(len(names))
-        real(self, stacks, names, flags)
+        real(self, names, weights, flags)
     monkeypatch.setattr(naming.StackNames, "add_named", add_named)
     assert run(text, "2", "--to", "svg", *args) == serial
     assert cuts[-1] is not None and sent and sent[0] > 0
 
-    def wrong(self, stacks, names, flags):  # the child's names are the ones drawn
-        real(self, stacks, [n[:-1] + ("renamed",) for n in names], flags)
+    def wrong(self, names, weights, flags):  # the child's names are the ones drawn
+        real(self, [n[:-1] + ("renamed",) for n in names], weights, flags)
     monkeypatch.setattr(naming.StackNames, "add_named", wrong)
     assert run(text, "2", "--to", "svg", *args) != serial
+
+
+def test_two_perf_data_inputs_to_an_svg_draw_the_same(perf_plays, tmp_path):
+    """Only the first input's child may send names instead of stacks (its sums become the
+    profile; a later input's are added to it as stacks): two inputs, both split, draw the
+    serial SVG of both."""
+    run, cuts = perf_plays
+    text = max(TEXTS, key=lambda p: p.stat().st_size)
+    again = str(tmp_path / "fake.data")  # the fixture's perf.data, given twice
+    serial = run(text, "1", again, "--to", "svg")
+    assert serial[0] == 0 and serial[2], serial[1]
+    one = run(text, "1", "--to", "svg")
+    assert one[2] != serial[2]  # the second input counts
+    split = run(text, "2", again, "--to", "svg")
+    assert len(cuts) == 2 and None not in cuts
+    assert split == serial

@@ -71,6 +71,8 @@ def render(profile: Profile, out: TextIO, opts: Options) -> None:
     flame = opts.flame if isinstance(opts, Options) else (opts or FlameOptions())
     style = resolve_style(profile, flame)
     total = sum(w for w in profile.samples.values() if w > 0)
+    if profile.stack_names is not None:  # a split's second part, named only
+        total += sum(w for w in profile.stack_names.named.values() if w > 0)
     if not total > 0:
         raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
     timemax = max(total, flame.total or 0)
@@ -89,6 +91,8 @@ def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, nami
     elif known is not None and known.opts == naming:
         labels = known.labels  # its first stacks were named ahead, by this labeller
         rows = merge_by(profile.samples, None, known.keys(profile.samples, labels.stack))
+        for name, w in known.named.items():  # and a second part named only: after them
+            rows[name] = rows.get(name, 0) + w
     else:
         labels = Labels(naming)
         rows = labels.merge(profile.samples)
