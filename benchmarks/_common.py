@@ -237,6 +237,44 @@ def javac_data(seconds: int = 20) -> Path | None:
     return data
 
 
+def small_data(seconds: int = 15) -> Path | None:
+    """A small perf.data (about 5 MB, 30k samples, 9 MB of text): a CPython loop, 60 small C
+    files compiled two at a time with gcc -O1 (many short processes) and sort of a 20 MB
+    file, ``perf record -F 999 -g -a`` for ``seconds``. perf script takes about 0.45 s of
+    it, so offconv's fixed costs (Python's start before perf's, the SVG after perf's end)
+    weigh most here (held out in the eighth round, then made a row). Recorded once; None
+    without gcc, sort, perf and root."""
+    d = CACHE / "small"
+    data = d / "small.data"
+    if data.exists():
+        return data
+    if shutil.which("perf") is None or shutil.which("gcc") is None or os.geteuid() != 0:
+        return None
+    (d / "src").mkdir(parents=True, exist_ok=True)
+    for i in range(1, 61):
+        (d / "src" / f"f{i}.c").write_text(
+            f"int g{i}(int x){{int s=0;for(int k=0;k<x;k++)s+=k*{i}^(s>>3);return s;}} "
+            f"int h{i}(const char*p){{int n=0;while(*p)n+=*p++*{i};return n;}}\n")
+    import random
+    rnd = random.Random(8)
+    with open(d / "words.txt", "w") as f:
+        for _ in range(1_500_000):
+            f.write("".join(rnd.choice("abcdefghijklmnop") for _ in range(12)) + "\n")
+    py = ("d={}\nfor i in range(300000):\n    k=str(i%5000)+'x'\n"
+          "    d[k]=d.get(k,'')[:20]+k\n")
+    loop = (f"end=$((SECONDS+{seconds}))\n"
+            f"( while [ $SECONDS -lt $end ]; do {sys.executable} -c \"{py}\"; done ) &\n"
+            "( cd src; while [ $SECONDS -lt $end ]; do ls *.c | xargs -P 2 -n 1 gcc -O1 -c -o /dev/null; "
+            "done ) &\n"
+            "( while [ $SECONDS -lt $end ]; do sort words.txt > /dev/null; done ) &\nwait\n")
+    (d / "load.sh").write_text(loop)
+    subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(data) + ".tmp", "--",
+                    "bash", "load.sh"], cwd=d, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.replace(str(data) + ".tmp", data)
+    return data
+
+
 def jit_file(size: str = "100M") -> Path:
     """The Java/JIT-like shape, synthetic: cpu.txt's user frames renamed, copy by copy, to
     JIT-style method names in a /tmp/perf-PID.map (one name per return address and copy),

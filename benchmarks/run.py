@@ -19,7 +19,9 @@ repository):
 - wide: cpu.txt x5 (--shift-pids) collapsed with --tid: a folded file of ~68k unique stacks;
 - perf.data: shared/bench/workloads/record_cpu.sh (20 s, -F 999 -g -a), recorded once; the
   java recording's perf.data; javac compiling java's Work.java in a loop plus a gcc loop
-  (20 s, -F 999 -g -a, recorded once: 30k distinct stacks, the SVG is the tail).
+  (20 s, -F 999 -g -a, recorded once: 30k distinct stacks, the SVG is the tail); a small
+  one (_common.small_data: Python, gcc -j2 and sort, 15 s, about 5 MB: offconv's fixed
+  costs weigh most).
 --big adds the 1 GB collapse (both cores), the 1 GB sched RSS and the RSS of an SVG of 1,000,000
 unique stacks (synthetic folded, built once).
 
@@ -44,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (CACHE, ROOT, SHARED_BENCH, input_file, java_file, javac_data, jit_file,  # noqa: E402
-                     offconv_cmd, program, shallow_file, timed)
+                     offconv_cmd, program, shallow_file, small_data, timed)
 
 DEVNULL = subprocess.DEVNULL
 
@@ -237,6 +239,14 @@ def main() -> int:
                             [cdata])
                 rows.append((f"perf.data, javac + gcc ({cdata.stat().st_size / 1e6:.0f} MB, 20 s, -F 999 -g -a) → SVG",
                              r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
+            # small (small_data): perf takes 0.45 s; offconv's fixed costs weigh most
+            sdata = small_data()
+            if sdata is not None:
+                r = measure(a.runs, offconv_cmd(str(sdata), "--mode", "oncpu", "-o", str(out / "offconv-small.svg")),
+                            [fgbin, "--perfdata", str(sdata), "-o", str(out / "inferno-small.svg")] if fgbin else None,
+                            [sdata])
+                rows.append((f"perf.data, small: Python, gcc -j2, sort ({sdata.stat().st_size / 1e6:.0f} MB, "
+                             "15 s, -F 999 -g -a) → SVG", r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
 
     if "rss" in only:
         sizes = ["100M"] + (["1G"] if a.big else [])
