@@ -229,6 +229,12 @@ def javac_data(seconds: int = 20) -> Path | None:
             "( while [ $SECONDS -lt $end ]; do javac -J-XX:+PreserveFramePointer "
             "-J-XX:+UnlockDiagnosticVMOptions -J-XX:+DumpPerfMapAtExit -d out Work.java; done ) &\n"
             "( while [ $SECONDS -lt $end ]; do gcc -O2 -c work.c -o work.o; done ) &\nwait\n")
+    return _record_load(d, loop, data)
+
+
+def _record_load(d: Path, loop: str, data: Path) -> Path:
+    """``loop`` (a bash script) run in ``d`` under ``perf record -F 999 -g -a`` into
+    ``data``, which appears only once it is complete."""
     (d / "load.sh").write_text(loop)
     subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(data) + ".tmp", "--",
                     "bash", "load.sh"], cwd=d, check=True,
@@ -267,12 +273,7 @@ def small_data(seconds: int = 15) -> Path | None:
             "( cd src; while [ $SECONDS -lt $end ]; do ls *.c | xargs -P 2 -n 1 gcc -O1 -c -o /dev/null; "
             "done ) &\n"
             "( while [ $SECONDS -lt $end ]; do sort words.txt > /dev/null; done ) &\nwait\n")
-    (d / "load.sh").write_text(loop)
-    subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(data) + ".tmp", "--",
-                    "bash", "load.sh"], cwd=d, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.replace(str(data) + ".tmp", data)
-    return data
+    return _record_load(d, loop, data)
 
 
 def jit_file(size: str = "100M") -> Path:
