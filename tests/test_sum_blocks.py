@@ -185,15 +185,39 @@ def perf_text(draw):
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=perf_text(), cuts=st.lists(st.integers(0, 12), max_size=3),
-       opts=st.sampled_from(OPTS), raw=st.sampled_from([1, 2, 1 << 17]), streaming=st.booleans())
-def test_random_inputs_same_as_records(text, cuts, opts, raw, streaming):
-    old = perf_script._RAW
-    perf_script._RAW = raw
+       opts=st.sampled_from(OPTS), raw=st.sampled_from([1, 2, 1 << 17]), streaming=st.booleans(),
+       budget=st.sampled_from([1, 40, 32 << 20]))
+def test_random_inputs_same_as_records(text, cuts, opts, raw, streaming, budget):
+    old = perf_script._RAW, perf_script._CALLERS_BUDGET
+    perf_script._RAW, perf_script._CALLERS_BUDGET = raw, budget
     try:
         records, summed = both(lists_of(text, cuts), opts, streaming=streaming)
     finally:
-        perf_script._RAW = old
+        perf_script._RAW, perf_script._CALLERS_BUDGET = old
     assert summed == records
+
+
+def test_a_full_callchain_cache_is_not_parsed_twice(monkeypatch):
+    """When the callers' cache is full it starts again, after the keys waiting for its
+    entries are summed: each distinct callchain is parsed once per fill, never again by
+    the resolution of keys that were counted before the clear (on the javac text, 34k
+    parses of 21k distinct callchains before)."""
+    events = "".join(f"a 1 [000] {i}.0: 1 cycles:\n\tff leaf (b)\n\t{i:x} f{i % 50} (b)\n"
+                     f"\t{i:x} main (b)\n\n" for i in range(1, 400))
+    monkeypatch.setattr(perf_script, "_RAW", 1 << 17)  # resolved only at the end...
+    monkeypatch.setattr(perf_script, "_CALLERS_BUDGET", 100)  # ...but the cache fills often
+    records, summed = both(lists_of(events, ()), ParseOptions(), "x.txt")
+    assert summed == records
+    calls = []
+    real = perf_script._body_stack
+
+    def body_stack(*a, **kw):
+        calls.append(a[0])
+        return real(*a, **kw)
+    monkeypatch.setattr(perf_script, "_body_stack", body_stack)
+    perf_script.sum_blocks(iter(lists_of(events, ())), "x.txt", ParseOptions(), {},
+                           Sums(ParseOptions()))
+    assert len(calls) == len(set(calls)) == 399  # every callchain differs: one parse each
 
 
 def test_leaf_key_leaves_out_address_and_offset_only():

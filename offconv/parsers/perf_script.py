@@ -684,7 +684,8 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                             if st is None:
                                 s = ""
                             else:
-                                if budget <= 0:  # full: as parse_blocks, start again
+                                if budget <= 0:  # full: as parse_blocks, start again,
+                                    flush()      # once the keys waiting for them are summed
                                     stacks.clear()
                                     budget = _CALLERS_BUDGET
                                 stacks[callers] = st
