@@ -146,10 +146,8 @@ class StackNames:
         named = self.named
         for name, w in zip(names, weights):
             named[name] = named.get(name, 0) + w
-        mine = self.labels.flags
         for name, (family, bits) in flags.items():
-            old = mine.get(name)
-            mine[name] = (family, bits) if old is None else (old[0] | family, old[1] | bits)
+            self.labels.add_flags(name, family, bits)
 
     def __len__(self) -> int:
         return len(self._stacks)

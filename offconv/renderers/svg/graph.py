@@ -70,25 +70,26 @@ def render(profile: Profile, out: TextIO, opts: Options) -> None:
     ("nothing to draw: ...") when no stack has a positive weight."""
     flame = opts.flame if isinstance(opts, Options) else (opts or FlameOptions())
     style = resolve_style(profile, flame)
+    naming = opts.naming if isinstance(opts, Options) else NamingOptions()
     total = sum(w for w in profile.samples.values() if w > 0)
-    if profile.stack_names is not None:  # a split's second part, named only
-        total += sum(w for w in profile.stack_names.named.values() if w > 0)
+    known = _known(profile, naming)
+    if known is not None:  # a split's second part, named only
+        total += sum(w for w in known.named.values() if w > 0)
     if not total > 0:
         raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
     timemax = max(total, flame.total or 0)
     min_value = prune_threshold(flame.minwidth, style.width, timemax)
-    naming = opts.naming if isinstance(opts, Options) else NamingOptions()
     with gcpause.paused():  # what the drawing makes is freed as _draw returns
         _draw(profile, out, flame, style, naming, min_value)
 
 
 def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, naming: NamingOptions,
           min_value: float) -> None:
-    known = profile.stack_names
+    known = _known(profile, naming)
     if flame.flamechart and profile.sequence is not None and profile.before is None:
         labels = Labels(naming)
         rows = [(labels.stack(s), w) for s, w in profile.sequence]  # interval data in time order
-    elif known is not None and known.opts == naming:
+    elif known is not None:
         labels = known.labels  # its first stacks were named ahead, by this labeller
         rows = merge_by(profile.samples, None, known.keys(profile.samples, labels.stack))
         for name, w in known.named.items():  # and a second part named only: after them
@@ -100,6 +101,13 @@ def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, nami
     lay = layout(rows, before, reverse=flame.reverse, flamechart=flame.flamechart,
                  min_value=min_value, total=flame.total, flags=labels.flags)
     write_svg(out, lay, style, differential=profile.before is not None)
+
+
+def _known(profile: Profile, naming: NamingOptions):
+    """The profile's names made ahead (naming.StackNames) if made under ``naming``: the
+    drawing's rows and its total both take them, or neither."""
+    known = profile.stack_names
+    return known if known is not None and known.opts == naming else None
 
 
 class Labels:
@@ -121,8 +129,12 @@ class Labels:
         self._seen.add(frame)
         family, bits = frame_flags(frame)
         if family or bits:
-            old = self.flags.get(name, (0, 0))
-            self.flags[name] = (old[0] | family, old[1] | bits)
+            self.add_flags(name, family, bits)
+
+    def add_flags(self, name: str, family: int, bits: int) -> None:
+        """``name``'s palette family and kind bits ORed with those it has."""
+        old = self.flags.get(name, (0, 0))
+        self.flags[name] = (old[0] | family, old[1] | bits)
 
     def merge(self, samples: dict) -> dict:
         return merge_by(samples, self.stack)
