@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Optional
 
-from .causes import IDLE_CAUSES, PEER_CAUSES, QUEUED_WAKER, Classifier, queued_wakeup
+from .causes import (CHILD_WOKE, IDLE_CAUSES, KTHREAD_COMM, KTHREAD_IDLE, NO_CAUSE, NO_CHAIN,
+                     PEER_CAUSES, QUEUED_WAKER, Classifier, queued_wakeup)
 from .latency import Runs, latency_stats
+from .model import KERNEL
 from .options import ReportOptions
 from .units import ns_to_us
 
 
 UNWOKEN_LOCK = ("lock?", "futex, no wakeup seen")   # resolved by Analysis.finish
+MAX_GENERATIONS = 16    # creators followed up from a waker (stackless_child_wait)
 
 
 class ThreadTotals:
@@ -89,6 +92,9 @@ class Analysis:
     last_cause: dict = field(default_factory=dict)   # tid -> cause of its last wait
     last_in: dict = field(default_factory=dict)      # tid -> since when it is runnable or running (ns)
     parents: dict = field(default_factory=dict)      # tid -> the tid that created it
+    # the input being read's tid -> creator so far (sched_wakeup_new), for the waits
+    # that only their waker explains (stackless_child_wait)
+    live_parents: dict = field(default_factory=dict, repr=False)
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
     seen_tids: set = field(default_factory=set)      # every tid the inputs switched out
@@ -115,6 +121,14 @@ class Analysis:
             waker = p.waker
             cause = self.classify.period(p.stack, p.waker_stack,
                                          self.last_cause.get(waker.tid) if waker else None)
+            if cause == NO_CAUSE and not any(f.kind == KERNEL for f in p.stack):
+                # no call chain (perf sched record, no -g): only the waker can tell
+                if KTHREAD_COMM.match(p.task.comm):
+                    cause = KTHREAD_IDLE
+                elif waker is not None and self.woken_by_child(p):
+                    cause = CHILD_WOKE
+                else:
+                    cause = NO_CHAIN
             if waker is not None and waker.tid and cause[0] in PEER_CAUSES \
                     and p.wake_ns is not None:
                 ran_from = self.last_in.get(waker.tid)
@@ -161,6 +175,22 @@ class Analysis:
             else:
                 tt.runq_cont.append(r)
             self._stack("runq", key, process, r)
+
+    def woken_by_child(self, p) -> bool:
+        """Whether a wait was ended by a thread of a process it created, or of one created
+        by those (sched_wakeup_new): for a wait with no kernel frame to read (a recording
+        without call chains), a shell or make waiting in wait4 for its child, or reading
+        its output -- time the child spends, where it is counted. With a kernel stack, the
+        stack decides (causes.classify)."""
+        waiter, tid = p.task.tid, p.waker.tid
+        up = self.live_parents
+        for _ in range(MAX_GENERATIONS):
+            tid = up.get(tid)
+            if tid is None:
+                return False
+            if tid == waiter:
+                return True
+        return False
 
     def finish(self) -> None:
         """Decide what the lock waits with no wakeup seen were: a thread whose futex waits

@@ -31,6 +31,21 @@ IDLE_CAUSES = frozenset(("poll/idle", "child", "peer-cpu"))
 # waits that become ``peer-cpu`` when the thread that ended them was running on a CPU for
 # most of the wait (a request answered by a busy peer: the peer's CPU is the cost)
 PEER_CAUSES = frozenset(("network", "poll/idle", "other"))
+NO_CAUSE = ("other", "")            # classify: no rule matched
+# a recording without call chains (perf sched record, perf record without -g): the wait
+# has no stack to read; analysis.Analysis.add_period asks its waker
+NO_CHAIN = ("other", "no call chain")
+CHILD_WOKE = ("child", "woken by its child (no call chain)")
+KTHREAD_IDLE = ("poll/idle", "kernel thread (no call chain)")
+# Linux kernel threads by name (comm, at most 15 characters): without a call chain their
+# waits (worker_thread, smpboot_thread_fn, ... with one: RULES) are read as waiting for work
+KTHREAD_COMM = re.compile(
+    r"^(kworker/|ksoftirqd/|migration/|rcu_|rcu[a-z]*/|kthreadd$|irq/|watchdogd?/?|cpuhp/|"
+    r"idle_inject/|kcompactd|kswapd|khugepaged$|kdamond|jbd2/|kauditd$|oom_reaper$|ksmd$|"
+    r"kblockd$|writeback$|khungtaskd$|kintegrityd$|kdevtmpfs$|xfsaild/|scsi_eh_|scsi_tmf_|"
+    r"kthrotld$|psimon$|pool_workqueue|kvfree_rcu|ext4-rsv-conver|mm_percpu_wq$|"
+    r"inet_frag_wq$|ipv6_addrconf$|netns$|kstrp$|zswap|hwrng$|nvme|loop\d+$|md$|"
+    r"blkcg_punt_bio$|edac-poller$|devfreq_wq$|vmstat$|kpsmoused$|card\d+-crtc)")
 
 FAULT = r"page_fault|handle_mm_fault|^__do_fault$|^do_fault$|handle_userfault"
 # under a fault, the first matching rule (anywhere in the kernel stack) decides

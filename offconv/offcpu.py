@@ -323,7 +323,8 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
     b = _Builder(opts)
     select = bool(opts.comm or opts.filter_pids)  # needs what the whole input shows
     for path, events in inputs:
-        stats: dict = {}
+        stats: dict = {"parents": {}}
+        b.analysis.live_parents = stats["parents"]   # filled as the events are read
         recs = intervals(events, path, lenient=lenient, stats=stats,
                          include_open=opts.include_open, system_wide=path in recorded)
         if select:

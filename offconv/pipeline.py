@@ -116,14 +116,25 @@ def peek(src: Source, fmt, opts: Options, mode: str) -> tuple:
     return lists, (route if deciding else None), (deciding[0] if deciding else None)
 
 
+# the scheduler's other tracepoints _route reads past, looking for a sched_switch, before
+# it takes an input for samples of them
+ROUTE_LOOKAHEAD = 50_000
+
+
+def _sched_tracepoint(event: str) -> bool:
+    return event.startswith("sched:") or event.startswith("sched_")
+
+
 def _route(records: Iterator, mode: str, deciding: Optional[list] = None) -> tuple[str, Iterator]:
     """Which path an input's records take: SCHED (intervals, the off-CPU modes) or SAMPLES.
-    Looks ahead only until the first sched_switch or the first Sample. ``auto``: SCHED
+    Looks ahead only until the first sched_switch or the first Sample that is not of
+    another scheduler tracepoint (``ROUTE_LOOKAHEAD`` of those at most). ``auto``: SCHED
     when the input has sched_switch events; an off-CPU mode: SCHED, unless the samples
     already measure off-CPU time (bcc offcputime -f); ``oncpu``: SAMPLES (sched events
     are then counted as events, like stackcollapse-perf.pl counts them)."""
     buf = []
     route = SAMPLES if mode in ("auto", ONCPU) else SCHED
+    sched_samples = 0
     for r in records:
         buf.append(r)
         if r.__class__ is SchedEvent:
@@ -134,6 +145,12 @@ def _route(records: Iterator, mode: str, deciding: Optional[list] = None) -> tup
         elif r.__class__ is Sample:
             if mode in OFFCPU_MODES and r.kind != ONCPU:
                 route = SAMPLES
+            elif mode == "auto" and _sched_tracepoint(r.event) and sched_samples < ROUTE_LOOKAHEAD:
+                # `perf sched record` puts sched_stat_runtime, sched_migrate_task,
+                # sched_process_fork, ... before the first sched_switch: a scheduler
+                # trace, not an on-CPU profile of those events
+                sched_samples += 1
+                continue
             break
     else:
         return route, iter(buf)

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .causes import IDLE_CAUSES, QUEUED_WAKER
+from .causes import IDLE_CAUSES, NO_CHAIN, QUEUED_WAKER
 from .latency import Runs, percentile
 from .options import ReportOptions
 from .units import human_us, ns_to_us, plural
@@ -82,7 +82,12 @@ def _single_sleep(t) -> bool:
     """A process that only sleeps, once: a pause or the recording window, not a workload
     (a workload that runs sleeps again and again has more than two of them)."""
     sleep = sum(ns for c, ns in t.by_cause.items() if c[0] == "sleep")
-    return len(t.cause_durations.get("sleep", ())) <= 2 and sleep >= 0.5 * t.wall_ns
+    if len(t.cause_durations.get("sleep", ())) <= 2 and sleep >= 0.5 * t.wall_ns:
+        return True
+    # without call chains a sleep cannot be told from another wait: one or two waits
+    # that take most of the process's time (``perf sched record -- sleep 10``)
+    unread = t.by_cause.get(NO_CHAIN, 0)
+    return len(t.cause_durations.get("other", ())) <= 2 and unread >= 0.5 * t.wall_ns
 
 
 def command_tree(an) -> set:
@@ -312,6 +317,8 @@ def explain(d: Decision, ropts: ReportOptions) -> str:
         return "no workload thread was measured: nothing to say about waiting."
     runq, blk = _runq_text(d), _blocked_text(d)
     fix = FIX.get(d.cause[0] if d.cause else "other")
+    if d.cause == NO_CHAIN:
+        fix = "record with call chains (-g) to see what it waits for"
     if d.answer == "both":
         return (f"{blk}; and {runq}: both cost time; {fix} first, then add capacity "
                 "(cores, fewer jobs at once, priorities).")

@@ -1,0 +1,131 @@
+"""Recordings without call chains: ``perf sched record`` (its own event set, no -g) and
+``perf record`` without -g. Each event is then one line, with no blank line between
+events; the scheduler's other tracepoints (sched_stat_runtime, sched_migrate_task, ...)
+come before the first sched_switch; and a wait has no stack to say what it was."""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from offconv import pipeline
+from offconv.analysis import report_data
+from offconv.causes import CHILD_WOKE, KTHREAD_IDLE, NO_CHAIN
+from offconv.options import Options
+
+VERDICT = Path(__file__).parent / "fixtures" / "recorded" / "verdict"
+OVERSUB = VERDICT / "sched_record_oversub" / "sched_record_oversub.perf-script.txt.gz"
+
+
+def _write(tmp_path, lines: list, name="t.txt") -> str:
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return str(p)
+
+
+def _ev(comm, tid, cpu, t, event, payload):
+    return f"{comm:>16} {tid:>6} [{cpu:03d}] {t:12.6f}: {event:>28}: {payload}"
+
+
+def _sw(comm, tid, cpu, t, state, nxt, ntid):
+    return _ev(comm, tid, cpu, t, "sched:sched_switch",
+               f"prev_comm={comm} prev_pid={tid} prev_prio=120 prev_state={state} ==> "
+               f"next_comm={nxt} next_pid={ntid} next_prio=120")
+
+
+def _wk(comm, tid, cpu, t, target, ttid, new=False):
+    ev = "sched:sched_wakeup_new" if new else "sched:sched_waking"
+    return _ev(comm, tid, cpu, t, ev, f"comm={target} pid={ttid} prio=120 target_cpu={cpu:03d}")
+
+
+def _runtime(comm, tid, cpu, t):
+    return _ev(comm, tid, cpu, t, "sched:sched_stat_runtime",
+               f"comm={comm} pid={tid} runtime=1000 [ns]")
+
+
+def test_a_perf_sched_record_trace_is_a_scheduler_trace():
+    """Its first events are sched_stat_runtime: they are not an on-CPU profile's samples
+    (before the fix: 'on-cpu by construction', the sched_switch events dropped)."""
+    d = report_data(pipeline.load([str(OVERSUB)], Options()))
+    assert d["verdict"]["answer"] == "capacity", d["verdict"]["reason"]
+    assert d["totals"]["runq_us"] > 0.5 * d["totals"]["oncpu_us"]  # 6 hogs, 2 CPUs
+    first = gzip.open(OVERSUB, "rt").readline()
+    assert "sched:sched_stat_runtime:" in first
+
+
+def test_only_sched_tracepoints_are_read_past(tmp_path):
+    """A sample of another event decides at once, as before: an on-CPU profile."""
+    lines = [_ev("loop", 10, 0, 1.0 + i / 1000, "cpu-clock:ppp", "ffffffff81000000 f ([kernel.kallsyms])")
+             for i in range(3)]
+    lines.append(_sw("loop", 10, 0, 1.01, "S", "swapper/0", 0))
+    d = report_data(pipeline.load([_write(tmp_path, lines)], Options()))
+    assert d["verdict"]["answer"] == "on-cpu"
+    assert "no off-CPU time" in d["verdict"]["reason"]
+
+
+def test_the_look_ahead_for_a_sched_switch_is_bounded(tmp_path, monkeypatch):
+    """Only sched_stat_runtime events, more than ROUTE_LOOKAHEAD: samples of them (what
+    stackcollapse-perf.pl would count), not a buffer of the whole input."""
+    monkeypatch.setattr(pipeline, "ROUTE_LOOKAHEAD", 5)
+    lines = [_runtime("loop", 10, 0, 1.0 + i / 1000) for i in range(20)]
+    lines.append(_sw("loop", 10, 0, 1.5, "S", "swapper/0", 0))
+    p = pipeline.load([_write(tmp_path, lines)], Options())
+    assert p.analysis is None and sum(p.samples.values()) == 20
+    monkeypatch.setattr(pipeline, "ROUTE_LOOKAHEAD", 50)
+    p = pipeline.load([_write(tmp_path, lines, "u.txt")], Options())
+    assert p.analysis is not None
+
+
+def _parent_child_trace(kernel_stack: bool) -> list:
+    """sh (tid 100) forks a child (200) and blocks; the child runs 50 ms and, exiting,
+    wakes sh."""
+    ev = [
+        _runtime("sh", 100, 0, 1.000000),
+        _wk("sh", 100, 0, 1.000010, "sh", 200, new=True),
+        _sw("sh", 100, 0, 1.000020, "S", "sh", 200),
+        _wk("sh", 200, 0, 1.050000, "sh", 100),
+        _sw("sh", 200, 0, 1.050010, "X", "sh", 100),
+        _sw("sh", 100, 0, 1.060000, "S", "swapper/0", 0),
+        _wk("swapper", 0, 0, 1.070000, "sh", 100),
+        _sw("swapper", 0, 0, 1.070010, "R", "sh", 100),
+        _runtime("sh", 100, 0, 1.080000),
+    ]
+    if not kernel_stack:
+        return ev
+    out = []
+    for line in ev:  # every event with a kernel call chain, as perf record -g gives
+        out.append(line)
+        out.append("\tffffffff81000000 __schedule ([kernel.kallsyms])")
+        out.append("\tffffffff81000100 do_wait ([kernel.kallsyms])")
+        out.append("")
+    return out
+
+
+def _causes(path: str) -> dict:
+    p = pipeline.load([path], Options())
+    return {c: ns for t in p.analysis.threads.values() if t.tid == 100
+            for c, ns in t.by_cause.items()}
+
+
+def test_a_wait_ended_by_the_waiters_child_is_a_child_wait(tmp_path):
+    causes = _causes(_write(tmp_path, _parent_child_trace(False)))
+    assert causes[CHILD_WOKE] == 49_980_000
+    # the later wait, ended by the idle task (no relation), stays unread
+    assert causes[NO_CHAIN] == 10_000_000
+
+
+def test_with_a_kernel_stack_the_stack_decides(tmp_path):
+    causes = _causes(_write(tmp_path, _parent_child_trace(True)))
+    assert CHILD_WOKE not in causes and NO_CHAIN not in causes
+    assert {c[0] for c in causes} == {"child"}
+
+
+def test_kernel_threads_without_call_chains_wait_for_work(tmp_path):
+    lines = [
+        _sw("kworker/0:1H-kb", 44, 0, 1.0, "I", "loop", 10),
+        _wk("loop", 10, 0, 1.2, "kworker/0:1H-kb", 44),
+        _sw("loop", 10, 0, 1.21, "R", "kworker/0:1H-kb", 44),
+        _sw("kworker/0:1H-kb", 44, 0, 1.22, "I", "loop", 10),
+    ]
+    p = pipeline.load([_write(tmp_path, lines)], Options())
+    t = next(t for t in p.analysis.threads.values() if t.tid == 44)
+    assert t.by_cause == {KTHREAD_IDLE: 200_000_000}
