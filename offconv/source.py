@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import codecs
 import os
+import re
 import sys
 from typing import Iterator, Optional
 
@@ -102,6 +103,16 @@ class Source:
             if pieces:
                 yield lineno, pieces
                 lineno += text.count("\n") - rest.count("\n")
+            if len(rest) > RUN_LIMIT:
+                # no blank line for that long: events of one line each (perf script of a
+                # recording without call chains); handed on up to the last event line that
+                # starts there, so that memory stays bounded (it held the whole input,
+                # growing it chunk by chunk, quadratic in its size)
+                k = event_line_cut(rest)
+                if k > 0:
+                    head, rest = rest[:k - 1], rest[k:]
+                    yield lineno, [head]
+                    lineno += head.count("\n") + 1
         self.next_lineno = lineno + rest.count("\n")
         if rest.endswith("\n"):
             rest = rest[:-1]
@@ -217,6 +228,32 @@ class _Range:
 
     def close(self):
         self._raw.close()
+
+
+# the longest run of lines without a blank line block_lists holds before it cuts it at an
+# event line (RUN_LIMIT is a tuning knob; tests lower it)
+RUN_LIMIT = 2 << 20
+# the start of an event line of perf script: not a callchain line (those start with a tab,
+# or with spaces in old perfs: never cut there), with a timestamp "secs.frac: "
+_EVENT_LINE = re.compile(r"(?=[^\t\n])[^\n]{0,300}? \d+\.\d+: ")
+_CUT_TRIES = 64
+
+
+def event_line_cut(text: str) -> int:
+    """The offset of the last line of ``text`` (its last may be cut short: it stays) that
+    starts an event and follows another event's line -- a cut there falls between two
+    one-line events, never inside a callchain -- or 0 when none of its last ``_CUT_TRIES``
+    lines does (a callchain; a format without timestamps)."""
+    match = _EVENT_LINE.match
+    k = text.rfind("\n")           # a line ends here; the next one starts at k + 1
+    for _ in range(_CUT_TRIES):
+        if k <= 0:
+            return 0
+        j = text.rfind("\n", 0, k)  # the line before starts at j + 1 (0 when j is -1)
+        if k + 1 < len(text) and match(text, k + 1) and match(text, j + 1):
+            return k + 1
+        k = j
+    return 0
 
 
 def numbered_blocks(lineno: int, pieces: list) -> Iterator[tuple[int, str]]:

@@ -177,6 +177,75 @@ def event(draw):
 
 
 @st.composite
+def one_line_event(draw):
+    """An event of a recording without call chains: perf pads the comm and prints the
+    sampled frame (or nothing, with -F without ip,sym) on the header line."""
+    comm = draw(st.sampled_from(["java", "sh", "a b", "sched-w", "kworker/0:1"]))
+    tid = draw(st.sampled_from(["1", "2", "10/11"]))
+    t = draw(st.integers(0, 999))
+    ev = draw(st.sampled_from(["    1001001 cpu-clock:ppp:", " 7 cycles:", "cycles:",
+                               " sched:sched_switch:", "   2 offcpu-time:"]))
+    frame = draw(st.sampled_from(["", "  ffffffff81631cba kmem_cache_free ([kernel.kallsyms])",
+                                  "  ffffffff81000000 __schedule+0x1a ([kernel.kallsyms])",
+                                  "      564549e74804 get_original_signal+0x24 (/usr/bin/bash)",
+                                  "  7f00 f (/a+0x1 (b))", "  zz main ([unknown])", "  main"]))
+    if "sched_switch" in ev:
+        frame = (" prev_comm=x prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=y "
+                 "next_pid=2 next_prio=120")
+    return f"{comm:>16} {tid:>6} [000] {t:6d}.{t:06d}:{ev}{frame}"
+
+
+@st.composite
+def one_line_text(draw):
+    """Runs of one-line events, now and then an event with a callchain or another line
+    (a comment, a lost-events line, a malformed header), mostly without blank lines."""
+    out = []
+    for _ in range(draw(st.integers(1, 14))):
+        if draw(st.integers(0, 5)):
+            out.append(draw(one_line_event()))
+        else:
+            out.append(draw(event()))
+        out.append(draw(st.sampled_from(["\n", "\n", "\n", "\n\n"])))
+    return "".join(out)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=one_line_text(), cuts=st.lists(st.integers(0, 6), max_size=2),
+       opts=st.sampled_from(OPTS), raw=st.sampled_from([1, 1 << 17]), streaming=st.booleans())
+def test_one_line_events_same_as_records(text, cuts, opts, raw, streaming):
+    old = perf_script._RAW
+    perf_script._RAW = raw
+    try:
+        records, summed = both(lists_of(text, cuts), opts, streaming=streaming)
+    finally:
+        perf_script._RAW = old
+    assert summed == records
+
+
+def test_one_line_events_take_the_fast_path():
+    """The recording without call chains: a few parse_blocks calls (its odd lines), not one
+    per event, and the same sums (test_fixtures_same_as_records compares them)."""
+    path = FIX / "recorded" / "nocallchain" / "oncpu-no-g.perf-script.txt.gz"
+    calls = []
+    real = perf_script.parse_blocks
+
+    def spy(blocks, *a, **kw):
+        calls.append(1)
+        return real(blocks, *a, **kw)
+
+    opts = ParseOptions()
+    sums = Sums(opts)
+    lists = list(Source(str(path)).block_lists())
+    try:
+        perf_script.parse_blocks = spy
+        perf_script.sum_blocks(iter(lists), str(path), opts, {}, sums)
+    finally:
+        perf_script.parse_blocks = real
+    assert sum(len(ps) for _, ps in lists) == 1   # no blank line: one block
+    assert len(calls) <= 3 and sum(sums.counts.values()) == 2999 * 1001001 + 1001001
+
+
+@st.composite
 def perf_text(draw):
     events = draw(st.lists(event(), min_size=1, max_size=12))
     seps = [draw(st.sampled_from(["\n\n", "\n\n", "\n\n\n", "\n \n", "\n"])) for _ in events]

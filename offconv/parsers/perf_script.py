@@ -661,12 +661,93 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                 counts[key] = had + n * period
         raw.clear()
 
+    def one_line_events(lines: list, pos: int) -> int:
+        """Counts a run of one-line events (perf script of a recording without call chains:
+        a header with its sampled frame, padded by perf, no blank line between events)
+        from ``lines[pos]`` into ``raw``, up to the first line that is not a plain on-CPU
+        sample's: returns its index (len(lines) at the end); the line before it is then
+        left uncounted too (a callchain may follow it after all)."""
+        n = len(lines)
+        keys = []
+        add_key = keys.append
+        i = pos
+        while i < n:
+            line = lines[i]
+            tm = ts_search(line)
+            if tm is None:
+                break
+            after = line[tm.end():]
+            j = after.find(": ")
+            if j < 0:
+                if not after.endswith(":"):
+                    break
+                j = len(after) - 1
+            hk = (line[:tm.start()], after[:j])
+            e = heads_get(hk)
+            if e is None:
+                e = _inline_head(line, tm, hk, heads, entries)
+                if e is None:
+                    break
+            payload = after[j + 2:].lstrip(" ")
+            if not payload:
+                add_key((e, None, ""))
+                i += 1
+                continue
+            if not _FRAME_LIKE.match(payload):
+                break
+            rest = payload.partition(" ")[2]
+            k = rest.rfind("+0x")
+            lk = rest
+            if k >= 0:
+                tail = rest[k + 3:].lstrip(hex_digits)
+                if (tail[:2] == " (" and len(tail) < len(rest) - k - 3
+                        and tail.find("(", 2) < 0 and tail.find(")") == len(tail) - 1):
+                    lk = (rest[:k], tail)
+            add_key((e, lk, ""))
+            i += 1
+        if i < n and keys:
+            keys.pop()
+        for key in keys:
+            raw[key] = raw_get(key, 0) + 1
+        return i
+
     slow = fast = 0
     lists = iter(lists)
     for base, pieces in lists:
         ci, cl = 0, base   # a piece's index and the number of its first line
         for i, block in enumerate(pieces):
             header, _, body = block.partition("\n")
+            if header[:1] == " " or body and body[:1] != "\t" and body[:1] != " ":
+                # one-line events: counted here but for the runs of lines that are not
+                # plain on-CPU samples', which go through parse_blocks (in input order)
+                lines = block.split("\n")
+                n = len(lines)
+                pos = 0
+                while True:
+                    stop = one_line_events(lines, pos)
+                    fast += stop - pos
+                    if stop >= n:
+                        break
+                    start = stop - 1 if stop > pos else pos
+                    end = stop + 1
+                    while end < n and (lines[end][:1] == "\t" or ts_search(lines[end]) is None):
+                        end += 1
+                    while ci < i:
+                        cl += pieces[ci].count("\n") + 2
+                        ci += 1
+                    if raw:
+                        flush()
+                    slow += 1
+                    if slow > 1000 and slow > fast:  # not on-CPU samples: records
+                        sums.add_records(parse_blocks(chain(
+                            numbered_blocks(cl + start, ("\n".join(lines[start:]),)),
+                            numbered_blocks(cl + block.count("\n") + 2, pieces[i + 1:]),
+                            _numbered(lists)), path, opts, stats))
+                        return
+                    sums.add_records(parse_blocks(numbered_blocks(
+                        cl + start, ("\n".join(lines[start:end]),)), path, opts, stats))
+                    pos = end
+                continue
             if header and header[0] not in " \t#" and "sched" not in header:
                 tm = ts_search(header)
                 hk = (header[:tm.start()], header[tm.end():]) if tm is not None else header
@@ -751,6 +832,28 @@ def _sum_head(header: str, tm, hk, heads: dict, entries: list) -> Optional[int]:
         task = Task(h[0], h[1], h[2])
     e = len(entries)
     entries.append((thread_frame(task), h[5], h[6]))
+    if len(heads) < _HEADS:
+        heads[hk] = e
+    return e
+
+
+def _inline_head(line: str, tm, hk, heads: dict, entries: list) -> Optional[int]:
+    """The entry (see _sum_head) of a one-line event: a plain on-CPU sample's header,
+    padded by perf, with its sampled frame (or nothing) as its payload; None otherwise.
+    Cached under ``hk`` (its text before the timestamp, and between the timestamp and the
+    payload), which decides everything parse_header takes from it."""
+    s = line.lstrip(" ")
+    m = _FAST.match(s)
+    off = len(line) - len(s)
+    if m is None or m.start(5) + off != tm.start(1) or m.end(6) + off != tm.end(2):
+        return None
+    if m.group(9) != line[tm.end() + len(hk[1]) + 2:].lstrip(" "):
+        return None   # the regex reads the payload from elsewhere: not this path's
+    h = parse_header(s)
+    if h[6] in SCHED_EVENTS or h[6] == OFFCPU_EVENT:
+        return None
+    e = len(entries)
+    entries.append((thread_frame(Task(h[0], h[1], h[2])), h[5], h[6]))
     if len(heads) < _HEADS:
         heads[hk] = e
     return e
