@@ -38,7 +38,7 @@ from .aggregate import Sums, add_weights
 from .model import Frame
 from .naming import FoldedNames, Namer, StackNames, merge_by
 from .parsers import demangle
-from .source import Source
+from .source import CUT_TRIES, EVENT_LINE, Source
 
 MIN_BYTES = 16 << 20   # below this, forking costs more than it saves
 CUT_SEARCH = 1 << 20   # look this far past the middle for a blank line
@@ -86,11 +86,38 @@ def cut_point(path: str, size: int, sep: bytes = b"\n\n", share: float = FIRST_S
 def _cut_in(fd: int, start: int, size: int, sep: bytes, share: float) -> Optional[int]:
     """cut_point within bytes [start, size) of an open file."""
     middle = start + int((size - start) * share)
-    k = os.pread(fd, CUT_SEARCH, middle).find(sep)
+    buf = os.pread(fd, CUT_SEARCH, middle)
+    k = buf.find(sep)
     if k < 0:
-        return None
-    cut = middle + k + len(sep)
+        if sep != b"\n\n":
+            return None
+        # no blank line: perf script of a recording without call chains, one line an
+        # event; a cut between two such lines splits no event
+        k = _between_one_line_events(buf)
+        if k is None:
+            return None
+        cut = middle + k
+    else:
+        cut = middle + k + len(sep)
     return cut if cut < size else None
+
+
+def _between_one_line_events(buf: bytes) -> Optional[int]:
+    """The offset in ``buf`` (read from anywhere: its first line may be cut) of the first
+    line that starts an event and follows another event's line, or None."""
+    text = buf.decode("latin-1")  # offsets are bytes' (the pattern is ASCII)
+    match = EVENT_LINE.match
+    p = text.find("\n")        # the first complete line starts at p + 1
+    for _ in range(CUT_TRIES):
+        if p < 0:
+            return None
+        q = text.find("\n", p + 1)
+        if q < 0:
+            return None
+        if match(text, p + 1) and match(text, q + 1) and text.find("\n", q + 1) > 0:
+            return q + 1
+        p = q
+    return None
 
 
 def _second_part(name, path, fmt, span, first_lineno, popts, want, naming=None, labels=None):

@@ -231,22 +231,24 @@ class _Range:
 
 
 # the longest run of lines without a blank line block_lists holds before it cuts it at an
-# event line (RUN_LIMIT is a tuning knob; tests lower it)
-RUN_LIMIT = 2 << 20
+# event line: small, so that a run is handed on with each read (perf.data: as perf script
+# writes it; held until 2 MiB, the parse of a recording without call chains started 0.1 s
+# late), while the cut, a few rfinds, stays rare next to the parse of a read's lines
+RUN_LIMIT = 1 << 16
 # the start of an event line of perf script: not a callchain line (those start with a tab,
 # or with spaces in old perfs: never cut there), with a timestamp "secs.frac: "
-_EVENT_LINE = re.compile(r"(?=[^\t\n])[^\n]{0,300}? \d+\.\d+: ")
-_CUT_TRIES = 64
+EVENT_LINE = re.compile(r"(?=[^\t\n])[^\n]{0,300}? \d+\.\d+: ")
+CUT_TRIES = 64
 
 
 def event_line_cut(text: str) -> int:
     """The offset of the last line of ``text`` (its last may be cut short: it stays) that
     starts an event and follows another event's line -- a cut there falls between two
-    one-line events, never inside a callchain -- or 0 when none of its last ``_CUT_TRIES``
+    one-line events, never inside a callchain -- or 0 when none of its last ``CUT_TRIES``
     lines does (a callchain; a format without timestamps)."""
-    match = _EVENT_LINE.match
+    match = EVENT_LINE.match
     k = text.rfind("\n")           # a line ends here; the next one starts at k + 1
-    for _ in range(_CUT_TRIES):
+    for _ in range(CUT_TRIES):
         if k <= 0:
             return 0
         j = text.rfind("\n", 0, k)  # the line before starts at j + 1 (0 when j is -1)

@@ -129,3 +129,41 @@ def test_kernel_threads_without_call_chains_wait_for_work(tmp_path):
     p = pipeline.load([_write(tmp_path, lines)], Options())
     t = next(t for t in p.analysis.threads.values() if t.tid == 44)
     assert t.by_cause == {KTHREAD_IDLE: 200_000_000}
+
+
+NOCG = Path(__file__).parent / "fixtures" / "recorded" / "nocallchain" / "oncpu-no-g.perf-script.txt.gz"
+
+
+def test_one_line_events_are_split_over_two_processes(tmp_path, monkeypatch):
+    """No blank line to cut at: the split cuts between two one-line events, and gives the
+    serial path's bytes; a malformed line in the second part keeps its number."""
+    import os
+
+    from click.testing import CliRunner
+
+    from offconv import parallel
+    from offconv.cli import app
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
+    calls = []
+    real = parallel.load_split
+    monkeypatch.setattr(parallel, "load_split",
+                        lambda *a, **k: calls.append(real(*a, **k)) or calls[-1])
+    lines = gzip.open(NOCG, "rt").read().split("\n")
+    bad = lines[:2500] + ["sh 1 [000] 1.x5: cpu-clock:ppp:  ffff f (x)"] + lines[2500:]
+    for name, text in (("good.txt", lines), ("bad.txt", bad)):
+        p = tmp_path / name
+        p.write_text("\n".join(text))
+        outs = []
+        for jobs in ("1", "2"):
+            monkeypatch.setenv("OFFCONV_JOBS", jobs)
+            for to in ("folded", "svg"):
+                o = tmp_path / f"{name}.{jobs}.{to}"
+                r = CliRunner().invoke(app, [str(p), "--mode", "oncpu", "--to", to, "--lenient",
+                                             "-o", str(o)])
+                outs.append((r.exit_code, r.output, o.read_bytes()))
+        assert outs[:2] == outs[2:]
+        assert outs[0][0] == 0
+        if name == "bad.txt":
+            assert ":2501)" in outs[0][1], outs[0][1]
+    assert sum(c is not None for c in calls) == 4   # every run with two jobs was split
