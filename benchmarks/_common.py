@@ -232,15 +232,56 @@ def javac_data(seconds: int = 20) -> Path | None:
     return _record_load(d, loop, data)
 
 
-def _record_load(d: Path, loop: str, data: Path) -> Path:
-    """``loop`` (a bash script) run in ``d`` under ``perf record -F 999 -g -a`` into
-    ``data``, which appears only once it is complete."""
+def _record_load(d: Path, loop: str, data: Path, callchains: bool = True) -> Path:
+    """``loop`` (a bash script) run in ``d`` under ``perf record -F 999 -g -a`` (without
+    -g: ``callchains`` False) into ``data``, which appears only once it is complete."""
     (d / "load.sh").write_text(loop)
-    subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(data) + ".tmp", "--",
-                    "bash", "load.sh"], cwd=d, check=True,
+    subprocess.run(["perf", "record", "-F", "999", *(["-g"] if callchains else []), "-a",
+                    "-o", str(data) + ".tmp", "--", "bash", "load.sh"], cwd=d, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.replace(str(data) + ".tmp", data)
     return data
+
+
+def nocallchain_data(seconds: int = 12) -> Path | None:
+    """small_data's workload recorded without -g (``perf record -F 999 -a``): one line an
+    event, no blank line between events (about 3 MB, 3.6 MB of text). Recorded once; None
+    without gcc, sort, perf and root."""
+    small = small_data()
+    if small is None:
+        return None
+    d = CACHE / "nocallchain"
+    data = d / "nocallchain.data"
+    if data.exists():
+        return data
+    d.mkdir(parents=True, exist_ok=True)
+    for name in ("src", "words.txt"):
+        if not (d / name).exists():
+            os.symlink(small.parent / name, d / name)
+    loop = (small.parent / "load.sh").read_text().replace("SECONDS+15", f"SECONDS+{seconds}")
+    return _record_load(d, loop, data, callchains=False)
+
+
+def nocallchain_text(size: str = "100M") -> Path | None:
+    """nocallchain_data's perf script text (``-F -symoff``), replicated to ``size``."""
+    data = nocallchain_data()
+    if data is None:
+        return None
+    base = CACHE / "nocallchain" / "nocallchain.txt"
+    if not base.exists():
+        with open(str(base) + ".tmp", "w") as f:
+            subprocess.run(["perf", "script", "-F", "-symoff", "-i", str(data)], stdout=f,
+                           stderr=subprocess.DEVNULL, check=True)
+        os.replace(str(base) + ".tmp", base)
+    out = CACHE / f"nocallchain-{size}.txt"
+    if not out.exists():
+        want = int(size[:-1]) * {"M": 10 ** 6, "G": 10 ** 9}[size[-1]]
+        text = base.read_bytes()
+        with open(str(out) + ".tmp", "wb") as f:
+            for _ in range(max(1, want // len(text))):
+                f.write(text)
+        os.replace(str(out) + ".tmp", out)
+    return out
 
 
 def small_data(seconds: int = 15) -> Path | None:

@@ -46,7 +46,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (CACHE, ROOT, SHARED_BENCH, input_file, java_file, javac_data, jit_file,  # noqa: E402
-                     offconv_cmd, program, shallow_file, small_data, timed)
+                     nocallchain_data, nocallchain_text, offconv_cmd, program, shallow_file,
+                     small_data, timed)
 
 DEVNULL = subprocess.DEVNULL
 
@@ -170,7 +171,9 @@ def main() -> int:
         shapes = [("deep and repetitive (cpu.txt.xz)", input_file("cpu", "100M")),
                   ("shallow, varied leaf addresses (recorded here)", shallow_file("100M")),
                   ("Java, JIT-compiled methods (recorded here)", java_file("100M")),
-                  ("Java/JIT-like, many distinct symbols (synthetic)", jit_file("100M"))]
+                  ("Java/JIT-like, many distinct symbols (synthetic)", jit_file("100M")),
+                  ("no call chains, one line an event (perf record without -g, recorded here; "
+                   "stackcollapse-perf.pl prints nothing for it)", nocallchain_text("100M"))]
         if a.big:
             shapes.append(("deep and repetitive, 1 GB", input_file("cpu", "1G")))
         for name, path in shapes:
@@ -247,6 +250,15 @@ def main() -> int:
                             [sdata])
                 rows.append((f"perf.data, small: Python, gcc -j2, sort ({sdata.stat().st_size / 1e6:.0f} MB, "
                              "15 s, -F 999 -g -a) → SVG", r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
+
+            # no call chains (nocallchain_data): one line an event, no blank line
+            ndata = nocallchain_data()
+            if ndata is not None:
+                r = measure(a.runs, offconv_cmd(str(ndata), "--mode", "oncpu", "-o", str(out / "offconv-nocg.svg")),
+                            [fgbin, "--perfdata", str(ndata), "-o", str(out / "inferno-nocg.svg")] if fgbin else None,
+                            [ndata])
+                rows.append((f"perf.data without call chains ({ndata.stat().st_size / 1e6:.0f} MB, 12 s, "
+                             "-F 999 -a, small's workload) → SVG", r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
 
     if "rss" in only:
         sizes = ["100M"] + (["1G"] if a.big else [])

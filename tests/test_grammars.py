@@ -14,7 +14,7 @@ import pytest
 
 from offconv.grammar import grammar_text, parser
 from offconv.parsers import folded
-from offconv.parsers.perf_script import parse_header, split_frame
+from offconv.parsers.perf_script import _FRAME_LIKE, padded_header, parse_header, split_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
@@ -59,6 +59,14 @@ def test_perf_script_grammar_agrees_with_parser(path):
         if not line.strip() or line.startswith("#") or line in seen:
             continue
         seen.add(line)
+        h = padded_header(line) if line[0] == " " else None
+        if h is not None:  # no call chains: a header padded by perf, its frame on it
+            assert grammar_header(hp.parse(line)) == h, f"{path.name}:{n}"
+            headers += 1
+            if h[7] and _FRAME_LIKE.match(h[7]):
+                assert grammar_frame(fp.parse(h[7])) == split_frame(h[7]), f"{path.name}:{n}"
+                frames += 1
+            continue
         if line[0] in " \t":
             assert grammar_frame(fp.parse(line)) == split_frame(line), f"{path.name}:{n}"
             frames += 1
