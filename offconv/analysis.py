@@ -14,7 +14,7 @@ from itertools import chain
 from typing import Optional
 
 from .causes import (CHILD_WOKE, IDLE_CAUSES, KTHREAD_COMM, KTHREAD_IDLE, NO_CAUSE, NO_CHAIN,
-                     PEER_CAUSES, QUEUED_WAKER, Classifier, queued_wakeup)
+                     PEER_CAUSES, QUEUED_WAKER, TIMED_NO_CHAIN, Classifier, queued_wakeup)
 from .latency import Runs, latency_stats
 from .model import KERNEL
 from .options import ReportOptions
@@ -22,7 +22,43 @@ from .units import ns_to_us
 
 
 UNWOKEN_LOCK = ("lock?", "futex, no wakeup seen")   # resolved by Analysis.finish
-MAX_GENERATIONS = 16    # creators followed up from a waker (stackless_child_wait)
+MAX_GENERATIONS = 16    # creators followed up from a waker (woken_by_child)
+# a wait ended by its child is a wait for that child's exit when the child ended this soon
+# after the wake-up (exit_notify wakes the parent, then the task switches out for good:
+# 4-40 us in the perf sched record fixtures)
+CHILD_EXIT_NS = 10_000_000
+CHILD_PENDING = ("child?", "")   # until resolve_child_waits
+
+
+# timed waits without a call chain (Analysis._resolve_timed_waits)
+TIMED_MIN_NS = 10_000_000
+TIMED_MIN_WAITS = 3
+TIMED_TOLERANCE = 0.005
+TIMED_TOLERANCE_NS = 200_000
+TIMED_SHARE = 0.8
+
+
+def _recause(tt, old: tuple, new: tuple, d: int, unknown: int, waker_comm: str) -> None:
+    """Move one wait of ``d`` ns (``unknown`` of them unknown) from cause ``old`` to ``new``
+    in a thread's sums."""
+    _move(tt.by_cause, old, new, d)
+    _move(tt.unknown_by_cause, old, new, unknown)
+    _move(tt.wakers, (old, waker_comm), (new, waker_comm), d)
+    arr = tt.cause_durations.get(old[0])
+    if d and arr is not None and old[0] != new[0]:
+        arr.remove(d)
+        if not arr:
+            del tt.cause_durations[old[0]]
+        tt.cause_durations.setdefault(new[0], array("q")).append(d)
+
+
+def _move(m: dict, old, new, v: int) -> None:
+    if not v or old not in m:
+        return
+    m[old] -= v
+    if not m[old]:
+        del m[old]
+    m[new] = m.get(new, 0) + v
 
 
 class ThreadTotals:
@@ -95,6 +131,8 @@ class Analysis:
     # the input being read's tid -> creator so far (sched_wakeup_new), for the waits
     # that only their waker explains (stackless_child_wait)
     live_parents: dict = field(default_factory=dict, repr=False)
+    pending_child: list = field(default_factory=list, repr=False)  # resolve_child_waits
+    unread: list = field(default_factory=list, repr=False)   # this input's NO_CHAIN waits
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
     seen_tids: set = field(default_factory=set)      # every tid the inputs switched out
@@ -121,20 +159,22 @@ class Analysis:
             waker = p.waker
             cause = self.classify.period(p.stack, p.waker_stack,
                                          self.last_cause.get(waker.tid) if waker else None)
+            pending = None
             if cause == NO_CAUSE and not any(f.kind == KERNEL for f in p.stack):
                 # no call chain (perf sched record, no -g): only the waker can tell
                 if KTHREAD_COMM.match(p.task.comm):
                     cause = KTHREAD_IDLE
-                elif waker is not None and self.woken_by_child(p):
-                    cause = CHILD_WOKE
                 else:
                     cause = NO_CHAIN
-            if waker is not None and waker.tid and cause[0] in PEER_CAUSES \
-                    and p.wake_ns is not None:
-                ran_from = self.last_in.get(waker.tid)
-                d = p.wake_ns - p.start_ns
-                if ran_from is not None and d > 0 and p.wake_ns - max(ran_from, p.start_ns) >= d / 2:
-                    cause = ("peer-cpu", f"waiting for {waker.comm}'s CPU work")
+                    if waker is not None and self.woken_by_child(p):
+                        pending = cause   # a child's exit? known once the input is read
+            cause = self._peer(p, cause)
+            if pending is not None:
+                self.pending_child.append((tt, p.woke_ns, waker.tid, waker.comm,
+                                           p.blocked_ns if blocked else 0, p.unknown_ns, cause))
+                cause = CHILD_PENDING
+            elif cause == NO_CHAIN and waker is not None and blocked:
+                self.unread.append((tt, p.blocked_ns, waker.tid, waker.comm, p.unknown_ns))
             if waker is None and cause[0] == "lock":
                 cause = UNWOKEN_LOCK
             elif cause == ("poll/idle", "timed wait"):
@@ -175,6 +215,65 @@ class Analysis:
             else:
                 tt.runq_cont.append(r)
             self._stack("runq", key, process, r)
+
+    def _peer(self, p, cause: tuple) -> tuple:
+        """A socket, pipe, idle or unread wait ended by a thread that was runnable or
+        running for most of it: waiting for that thread's CPU work (causes, docstring)."""
+        waker = p.waker
+        if waker is not None and waker.tid and cause[0] in PEER_CAUSES \
+                and p.wake_ns is not None:
+            ran_from = self.last_in.get(waker.tid)
+            d = p.wake_ns - p.start_ns
+            if ran_from is not None and d > 0 and p.wake_ns - max(ran_from, p.start_ns) >= d / 2:
+                return ("peer-cpu", f"waiting for {waker.comm}'s CPU work")
+        return cause
+
+    def resolve_child_waits(self, exits: dict) -> None:
+        """The waits (no call chain) ended by a task their thread created, or one those
+        created: a child's exit when that task ended within CHILD_EXIT_NS of the wake-up
+        (a wait4 ended by the exit notification; a join), else what they were without that
+        rule. Runs at the end of each input, with its tid -> end times."""
+        items, self.pending_child = self.pending_child, []
+        for tt, wake_ns, waker_tid, waker_comm, d, unknown, alt in items:
+            end = exits.get(waker_tid)
+            new = (CHILD_WOKE if end is not None and wake_ns is not None
+                   and abs(end - wake_ns) <= CHILD_EXIT_NS else alt)
+            _recause(tt, CHILD_PENDING, new, d, unknown, waker_comm)
+            if self.last_cause.get(tt.tid) == CHILD_PENDING:
+                self.last_cause[tt.tid] = new
+            if new == NO_CHAIN and d:
+                self.unread.append((tt, d, waker_tid, waker_comm, unknown))
+        self._resolve_timed_waits()
+
+    def _resolve_timed_waits(self) -> None:
+        """Waits with no call chain that are a timer's: a thread's waits of the same length
+        (TIMED_MIN_NS or longer, within TIMED_TOLERANCE of their median, TIMED_SHARE of its
+        long waits and at least TIMED_MIN_WAITS of them) ended by the idle task alone or by
+        several different tasks (when a timer fires, the interrupted task is the waker) are
+        timed waits -- a periodic poll, a timeout -- that wait for nothing (with a call
+        chain, causes.refine reads the timer from the waker's stack). A lock, I/O or network
+        wait varies in length and is ended by whoever released or completed it."""
+        by_thread: dict = {}
+        for item in self.unread:
+            by_thread.setdefault(item[0].tid, []).append(item)
+        self.unread = []
+        for items in by_thread.values():
+            long = [x for x in items if x[1] >= TIMED_MIN_NS]
+            if len(long) < TIMED_MIN_WAITS:
+                continue
+            ds = sorted(x[1] for x in long)
+            med = ds[len(ds) // 2]
+            tol = max(med * TIMED_TOLERANCE, TIMED_TOLERANCE_NS)
+            regular = [x for x in long if abs(x[1] - med) <= tol]
+            if len(regular) < TIMED_SHARE * len(long) or len(regular) < TIMED_MIN_WAITS:
+                continue
+            wakers = {x[3] for x in regular}
+            if not ((len(wakers) == 1 and regular[0][2] == 0) or len(wakers) >= 3):
+                continue
+            for tt, d, _, comm, unknown in regular:
+                _recause(tt, NO_CHAIN, TIMED_NO_CHAIN, d, unknown, comm)
+                if self.last_cause.get(tt.tid) == NO_CHAIN:
+                    self.last_cause[tt.tid] = TIMED_NO_CHAIN
 
     def woken_by_child(self, p) -> bool:
         """Whether a wait was ended by a thread of a process it created, or of one created
@@ -237,6 +336,7 @@ class Analysis:
                 tt.no_wakeup += c.no_wakeup
         self.wakeup_events += stats.get("wakeup_events", 0)
         self.seen_tids.update(t for t in stats.get("threads", {}) if t)
+        self.resolve_child_waits(stats.get("exits", {}))
         self.parents.update(stats.get("parents", {}))
         self.command |= stats.get("command", set())
         counts = stats.items()
@@ -253,7 +353,7 @@ class Analysis:
             counts = sel.items()
         for k, v in counts:
             if k in ("threads", "first_ns", "last_ns", "per_process", "by_tid", "samples",
-                     "wakeup_events", "parents", "command"):
+                     "wakeup_events", "parents", "command", "exits"):
                 continue
             self.dropped[k] = self.dropped.get(k, 0) + v
         if stats.get("samples"):

@@ -37,6 +37,7 @@ NO_CAUSE = ("other", "")            # classify: no rule matched
 NO_CHAIN = ("other", "no call chain")
 CHILD_WOKE = ("child", "woken by its child (no call chain)")
 KTHREAD_IDLE = ("poll/idle", "kernel thread (no call chain)")
+TIMED_NO_CHAIN = ("poll/idle", "timed wait (no call chain)")   # analysis: same-length waits
 # Linux kernel threads by name (comm, at most 15 characters): without a call chain their
 # waits (worker_thread, smpboot_thread_fn, ... with one: RULES) are read as waiting for work
 KTHREAD_COMM = re.compile(

@@ -74,7 +74,7 @@ class _Thread:
         if wake is not None and end is not None and end < wake:
             wake = None  # an inferred switch-in before the wakeup: all of it was blocked
         return Period(self.task, self.state, self.start, wake, end, self.stack, self.waker,
-                      self.waker_stack, inferred, idle)
+                      self.waker_stack, inferred, idle, woke_ns=self.wake)
 
 
 def is_preempted(state: str) -> bool:
@@ -147,6 +147,7 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
     stats.setdefault("threads", {})
     stats.setdefault("parents", {})
     stats.setdefault("command", set())
+    stats.setdefault("exits", {})   # tid -> when it ended (its last switch-out, or exit event)
     per_process, events = (False, events) if system_wide else _probe(events)
     if per_process:
         stats["per_process"] = 1
@@ -218,6 +219,8 @@ class _Machine:
         dead = st is not None and st.dead
         if dead or is_dead(ev.prev_state):
             self.threads.pop(key, None)
+            if prev.tid:
+                self.stats["exits"][prev.tid] = t
             return
         phase = RQ if is_preempted(ev.prev_state) else BLK
         self.threads[key] = _Thread(phase, t, ev.prev_state, ev.stack, prev)
@@ -309,6 +312,8 @@ class _Machine:
 
     def _exit(self, ev: SchedEvent) -> None:
         target = ev.target or ev.task
+        if target.tid:
+            self.stats["exits"][target.tid] = ev.time_ns
         key = _key(target, ev.cpu)
         st = self.threads.get(key)
         if st is None:

@@ -232,6 +232,7 @@ class Period:
     inferred: bool = False
     on_idle_cpu: bool = False
     unknown_ns: int = 0
+    woke_ns: Optional[int] = None   # the wakeup's time, even after an inferred switch-in
 
     @property
     def preempted(self) -> bool:

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .causes import IDLE_CAUSES, NO_CHAIN, QUEUED_WAKER
+from .causes import IDLE_CAUSES, KTHREAD_COMM, NO_CHAIN, QUEUED_WAKER, TIMED_NO_CHAIN
 from .latency import Runs, percentile
 from .options import ReportOptions
 from .units import human_us, ns_to_us, plural
@@ -84,10 +84,13 @@ def _single_sleep(t) -> bool:
     sleep = sum(ns for c, ns in t.by_cause.items() if c[0] == "sleep")
     if len(t.cause_durations.get("sleep", ())) <= 2 and sleep >= 0.5 * t.wall_ns:
         return True
-    # without call chains a sleep cannot be told from another wait: one or two waits
-    # that take most of the process's time (``perf sched record -- sleep 10``)
-    unread = t.by_cause.get(NO_CHAIN, 0)
-    return len(t.cause_durations.get("other", ())) <= 2 and unread >= 0.5 * t.wall_ns
+    # without call chains a sleep cannot be told from another wait: a process named
+    # `sleep` whose one or two waits have no call chain (``perf sched record -- sleep 10``;
+    # however much of its time they seem to take: a lost switch-in makes it look running)
+    unread = (NO_CHAIN, TIMED_NO_CHAIN)
+    return (t.comm == "sleep" and any(c in t.by_cause for c in unread)
+            and all(c in unread for c in t.by_cause)
+            and len(t.cause_durations.get("other", ())) + len(t.cause_durations.get("poll/idle", ())) <= 2)
 
 
 def command_tree(an) -> set:
@@ -125,7 +128,9 @@ def scope(an, ropts: ReportOptions) -> Scope:
                                         "for work, child processes)"))
         else:
             kept.append(t)
-    if any(r.startswith("never seen woken") for _, _, r in left):
+    if any(r.startswith("never seen woken") and not KTHREAD_COMM.match(c) for c, _, r in left):
+        # (a kernel thread can be woken unseen -- ksoftirqd raised from an interrupt -- in an
+        # unfiltered recording too: only a user thread shows a filter)
         # the recording was filtered in the kernel: threads seen only in passing are the
         # workload's switch partners, not the workload
         rare = [t for t in kept if t.switches <= 8 and t.wall_ns >= 500_000_000]
@@ -153,14 +158,26 @@ def scope(an, ropts: ReportOptions) -> Scope:
                 left.extend((t.comm, t.tid, "a sleep command (one sleep, e.g. the recording "
                                             "window's `sleep N`)") for t in ts)
         kept = [t for ts in groups.values() for t in ts]
-    rows = sorted(((c, ts, sum(busy_ns(t, idle_counted) for t in ts)) for c, ts in groups.items()),
-                  key=lambda g: (-g[2], g[0]))
     if an.threads_filtered:
+        rows = sorted(((c, ts, sum(busy_ns(t, idle_counted) for t in ts)) for c, ts in groups.items()),
+                      key=lambda g: (-g[2], g[0]))
         return Scope(kept, rows, left, selected=True)
+    rows = sorted(((c, ts, sum(_claim_ns(t) for t in ts)) for c, ts in groups.items()),
+                  key=lambda g: (-g[2], g[0]))
     work, small = material_groups(rows, ropts.workload_share)
     for _, ts, share in small:
         left.extend((t.comm, t.tid, f"small: {share:.1%} of the busy time") for t in ts)
     return Scope([t for _, ts, _ in work for t in ts], work, left)
+
+
+def _claim_ns(t) -> int:
+    """What puts a thread in the workload when nothing else says (a system-wide recording
+    of `sleep N`): its busy time, but for waits whose cause could not be read (no call
+    chain). Without a stack a background thread's timed or idle wait (a daemon's periodic
+    50 ms futex timeout, woken from whatever task the timer interrupted) cannot be told from
+    latency; the threads that used the CPUs, or waited for them, are the workload. Once in
+    it, a thread's unread waits count as latency (they may be)."""
+    return busy_ns(t, False) - t.by_cause.get(NO_CHAIN, 0) - t.unknown_by_cause.get(NO_CHAIN, 0)
 
 
 def material_groups(rows: list, share: float) -> tuple[list, list]:

@@ -167,3 +167,21 @@ def test_one_line_events_are_split_over_two_processes(tmp_path, monkeypatch):
         if name == "bad.txt":
             assert ":2501)" in outs[0][1], outs[0][1]
     assert sum(c is not None for c in calls) == 4   # every run with two jobs was split
+
+
+def test_a_wait_ended_by_a_thread_it_created_that_goes_on_is_not_a_child_wait(tmp_path):
+    """A main thread waiting on a lock that a worker it created releases: the worker does
+    not exit then, so the wait is not a wait for a child (it stays unread: no call chain)."""
+    ev = [
+        _wk("app", 100, 0, 1.000010, "worker", 200, new=True),
+        _sw("app", 100, 0, 1.000020, "S", "worker", 200),
+        _sw("worker", 200, 0, 1.030000, "S", "swapper/0", 0),   # the worker blocks a while
+        _wk("swapper", 0, 0, 1.040000, "worker", 200),
+        _sw("swapper", 0, 0, 1.040010, "R", "worker", 200),
+        _wk("worker", 200, 0, 1.050000, "app", 100),            # it releases the lock
+        _sw("worker", 200, 0, 1.050010, "S", "app", 100),
+        _sw("app", 100, 0, 1.060000, "S", "worker", 200),
+        _sw("worker", 200, 0, 1.200000, "X", "swapper/0", 0),   # it ends 150 ms later
+    ]
+    causes = _causes(_write(tmp_path, ev))
+    assert causes == {NO_CHAIN: 49_980_000}

@@ -241,7 +241,8 @@ def test_one_line_events_take_the_fast_path():
         perf_script.sum_blocks(iter(lists), str(path), opts, {}, sums)
     finally:
         perf_script.parse_blocks = real
-    assert sum(len(ps) for _, ps in lists) == 1   # no blank line: one block
+    # no blank line: runs cut between events (source.RUN_LIMIT), a few hundred events each
+    assert 2 <= sum(len(ps) for _, ps in lists) <= 20
     assert len(calls) <= 3 and sum(sums.counts.values()) == 2999 * 1001001 + 1001001
 
 
