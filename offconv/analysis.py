@@ -135,6 +135,7 @@ class Analysis:
     unread: list = field(default_factory=list, repr=False)   # this input's NO_CHAIN waits
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
+    sched_wakeup_events: int = 0     # of them sched_wakeup (not sched_waking, not _new)
     seen_tids: set = field(default_factory=set)      # every tid the inputs switched out
     _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, Runs)
 
@@ -335,6 +336,7 @@ class Analysis:
                 tt.inferred += c.inferred
                 tt.no_wakeup += c.no_wakeup
         self.wakeup_events += stats.get("wakeup_events", 0)
+        self.sched_wakeup_events += stats.get("sched_wakeup_events", 0)
         self.seen_tids.update(t for t in stats.get("threads", {}) if t)
         self.resolve_child_waits(stats.get("exits", {}))
         self.parents.update(stats.get("parents", {}))
@@ -353,7 +355,7 @@ class Analysis:
             counts = sel.items()
         for k, v in counts:
             if k in ("threads", "first_ns", "last_ns", "per_process", "by_tid", "samples",
-                     "wakeup_events", "parents", "command", "exits"):
+                     "wakeup_events", "parents", "command", "exits", "sched_wakeup_events"):
                 continue
             self.dropped[k] = self.dropped.get(k, 0) + v
         if stats.get("samples"):

@@ -185,3 +185,48 @@ def test_a_wait_ended_by_a_thread_it_created_that_goes_on_is_not_a_child_wait(tm
     ]
     causes = _causes(_write(tmp_path, ev))
     assert causes == {NO_CHAIN: 49_980_000}
+
+
+def _waits(durations_ms, waker=("swapper", 0)) -> list:
+    """Thread 300 ('daemon') on CPU 1 blocks for each duration in turn, woken each time by
+    ``waker`` (on CPU 0), and runs 1 ms between waits."""
+    ev, t = [], 1.0
+    for d in durations_ms:
+        ev.append(_sw("daemon", 300, 1, t, "S", "swapper/1", 0))
+        t += d / 1000
+        ev.append(_wk(waker[0], waker[1], 0, t, "daemon", 300))
+        ev.append(_sw("swapper", 0, 1, t + 0.000010, "R", "daemon", 300))
+        t += 0.001
+    return ev
+
+
+def _daemon_causes(tmp_path, ev) -> dict:
+    p = pipeline.load([_write(tmp_path, ev)], Options())
+    return next(t for t in p.analysis.threads.values() if t.tid == 300).by_cause
+
+
+def test_same_length_waits_ended_by_the_idle_task_are_timed_waits(tmp_path):
+    """A daemon's 50 ms poll: without a call chain, its waits are read as timed waits
+    (idle), as with one causes.refine reads the timer from the waker's stack."""
+    from offconv.causes import TIMED_NO_CHAIN
+    causes = _daemon_causes(tmp_path, _waits([50, 50.05, 49.98, 50.02, 50]))
+    assert set(causes) == {TIMED_NO_CHAIN}
+    # ended by whatever task a timer interrupted on a busy machine: several wakers
+    wakers = iter([("cc1", 901), ("sort", 902), ("python3", 903), ("cc1", 901), ("sort", 902)])
+    mixed = [(_wk(*next(wakers), 0, float(line.split()[3][:-1]), "daemon", 300)
+              if "sched_waking" in line else line)
+             for line in _waits([50, 50.05, 49.98, 50.02, 50])]
+    (tmp_path / "busy").mkdir()
+    assert set(_daemon_causes(tmp_path / "busy", mixed)) == {TIMED_NO_CHAIN}
+
+
+def test_same_length_waits_ended_by_one_thread_are_not_timed(tmp_path):
+    """A lock held 50 ms at a time: the same lengths, ended by the holder each time."""
+    causes = _daemon_causes(tmp_path, _waits([50, 50.05, 49.98, 50.02, 50], ("holder", 400)))
+    assert set(causes) == {NO_CHAIN}
+
+
+def test_waits_of_varied_length_are_not_timed(tmp_path):
+    """Disk or network waits vary in length, even when the idle task ends them."""
+    causes = _daemon_causes(tmp_path, _waits([20, 35, 50, 65, 80]))
+    assert set(causes) == {NO_CHAIN}
