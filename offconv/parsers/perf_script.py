@@ -682,7 +682,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                 if not after.endswith(":"):
                     break
                 j = len(after) - 1
-            hk = (line[:tm.start()], after[:j])
+            hk = (line[:tm.start()], after[:j], 1)   # (never a callchain header's key)
             e = heads_get(hk)
             if e is None:
                 e = _inline_head(line, tm, hk, heads, entries)
@@ -841,7 +841,8 @@ def _inline_head(line: str, tm, hk, heads: dict, entries: list) -> Optional[int]
     """The entry (see _sum_head) of a one-line event: a plain on-CPU sample's header,
     padded by perf, with its sampled frame (or nothing) as its payload; None otherwise.
     Cached under ``hk`` (its text before the timestamp, and between the timestamp and the
-    payload), which decides everything parse_header takes from it."""
+    payload, and a 1: a key of its own), which decides everything parse_header takes from
+    it."""
     s = line.lstrip(" ")
     m = _FAST.match(s)
     off = len(line) - len(s)
