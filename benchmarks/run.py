@@ -184,7 +184,7 @@ def main() -> int:
             r = measure(a.runs, offconv_cmd(str(path), *args, "-o", "/dev/null"), perl(sc, path), [path])
             ident = same_as_serial(path, *args)
             size = path.stat().st_size / 1e6
-            target = "≤ 0.15" if "1 GB" in name else "≤ 0.25"
+            target = "≤ 0.15" if "1 GB" in name else "—" if "no call chains" in name else "≤ 0.25"
             rows.append((f"collapse {size:.0f} MB on-CPU text, {name}", r, "stackcollapse-perf.pl", target,
                          f"{size / r['ours']:.0f} MB/s; output {'identical' if ident else 'DIFFERENT'} to the serial path"))
 
@@ -288,8 +288,10 @@ def main() -> int:
         ours = f"{r['ours']:.2f} s ({r['spread'][0]:.2f}–{r['spread'][1]:.2f})"
         if "theirs" in r:
             ratio = r["ours"] / r["theirs"]
-            bound = float(target.split()[-1])
-            met = "met" if ratio <= bound else "not met"
+            if target == "—":   # an anchor that does not do the work: its time only
+                met = "none (the anchor prints nothing)"
+            else:
+                met = "met" if ratio <= float(target.split()[-1]) else "not met"
             print(f"| {work} | {ours} | {name} {r['theirs']:.2f} s | {ratio:.2f} | {target}: {met} | "
                   f"{r['ours_rss'] / 1024:.0f} / {r['theirs_rss'] / 1024:.0f} MiB | {note} |")
         else:
