@@ -172,9 +172,10 @@ class Analysis:
             cause = self._peer(p, cause)
             if pending is not None:
                 self.pending_child.append((tt, p.woke_ns, waker.tid, waker.comm,
-                                           p.blocked_ns if blocked else 0, p.unknown_ns, cause))
+                                           p.blocked_ns if blocked else 0, p.unknown_ns, cause,
+                                           p.state))
                 cause = CHILD_PENDING
-            elif cause == NO_CHAIN and waker is not None and blocked:
+            elif cause == NO_CHAIN and waker is not None and blocked and p.state == "S":
                 self.unread.append((tt, p.blocked_ns, waker.tid, waker.comm, p.unknown_ns))
             if waker is None and cause[0] == "lock":
                 cause = UNWOKEN_LOCK
@@ -235,25 +236,26 @@ class Analysis:
         (a wait4 ended by the exit notification; a join), else what they were without that
         rule. Runs at the end of each input, with its tid -> end times."""
         items, self.pending_child = self.pending_child, []
-        for tt, wake_ns, waker_tid, waker_comm, d, unknown, alt in items:
+        for tt, wake_ns, waker_tid, waker_comm, d, unknown, alt, state in items:
             end = exits.get(waker_tid)
             new = (CHILD_WOKE if end is not None and wake_ns is not None
                    and abs(end - wake_ns) <= CHILD_EXIT_NS else alt)
             _recause(tt, CHILD_PENDING, new, d, unknown, waker_comm)
             if self.last_cause.get(tt.tid) == CHILD_PENDING:
                 self.last_cause[tt.tid] = new
-            if new == NO_CHAIN and d:
+            if new == NO_CHAIN and d and state == "S":
                 self.unread.append((tt, d, waker_tid, waker_comm, unknown))
         self._resolve_timed_waits()
 
     def _resolve_timed_waits(self) -> None:
-        """Waits with no call chain that are a timer's: a thread's waits of the same length
-        (TIMED_MIN_NS or longer, within TIMED_TOLERANCE of their median, TIMED_SHARE of its
-        long waits and at least TIMED_MIN_WAITS of them) ended by the idle task alone or by
-        several different tasks (when a timer fires, the interrupted task is the waker) are
-        timed waits -- a periodic poll, a timeout -- that wait for nothing (with a call
-        chain, causes.refine reads the timer from the waker's stack). A lock, I/O or network
-        wait varies in length and is ended by whoever released or completed it."""
+        """Waits with no call chain that are a timer's: a thread's interruptible waits
+        (state S: a disk wait is D) of the same length (TIMED_MIN_NS or longer, within
+        TIMED_TOLERANCE of their median, TIMED_SHARE of its long waits and at least
+        TIMED_MIN_WAITS of them) ended by the idle task alone or by several different tasks
+        (when a timer fires, the interrupted task is the waker) are timed waits -- a
+        periodic poll, a timeout -- that wait for nothing (with a call chain, causes.refine
+        reads the timer from the waker's stack). A lock or network wait varies in length,
+        and a lock's is ended by whoever released it."""
         by_thread: dict = {}
         for item in self.unread:
             by_thread.setdefault(item[0].tid, []).append(item)

@@ -187,12 +187,12 @@ def test_a_wait_ended_by_a_thread_it_created_that_goes_on_is_not_a_child_wait(tm
     assert causes == {NO_CHAIN: 49_980_000}
 
 
-def _waits(durations_ms, waker=("swapper", 0)) -> list:
-    """Thread 300 ('daemon') on CPU 1 blocks for each duration in turn, woken each time by
-    ``waker`` (on CPU 0), and runs 1 ms between waits."""
+def _waits(durations_ms, waker=("swapper", 0), state="S") -> list:
+    """Thread 300 ('daemon') on CPU 1 blocks (in ``state``) for each duration in turn,
+    woken each time by ``waker`` (on CPU 0), and runs 1 ms between waits."""
     ev, t = [], 1.0
     for d in durations_ms:
-        ev.append(_sw("daemon", 300, 1, t, "S", "swapper/1", 0))
+        ev.append(_sw("daemon", 300, 1, t, state, "swapper/1", 0))
         t += d / 1000
         ev.append(_wk(waker[0], waker[1], 0, t, "daemon", 300))
         ev.append(_sw("swapper", 0, 1, t + 0.000010, "R", "daemon", 300))
@@ -229,4 +229,11 @@ def test_same_length_waits_ended_by_one_thread_are_not_timed(tmp_path):
 def test_waits_of_varied_length_are_not_timed(tmp_path):
     """Disk or network waits vary in length, even when the idle task ends them."""
     causes = _daemon_causes(tmp_path, _waits([20, 35, 50, 65, 80]))
+    assert set(causes) == {NO_CHAIN}
+
+
+def test_same_length_uninterruptible_waits_are_not_timed(tmp_path):
+    """A disk throttled to an exact rate: D-state waits of the same length, ended from the
+    idle CPU's interrupt. A timer's sleep is interruptible (S); these are the disk's."""
+    causes = _daemon_causes(tmp_path, _waits([50, 50.05, 49.98, 50.02, 50], state="D"))
     assert set(causes) == {NO_CHAIN}
