@@ -139,7 +139,8 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
               system_wide: bool = False) -> Iterator:
     """Turn the SchedEvents of one input (file order) into Period and OnCpu records.
 
-    Non-sched records (``Sample``) are skipped and counted in ``stats["samples"]``.
+    Non-sched records (``Sample``) are skipped and counted in ``stats["samples"]`` (in
+    ``stats["sched_other"]`` when they are the scheduler's other tracepoints).
     Counts go into ``stats`` (reasons: ``inferred_switch_in``, ``no_wakeup``,
     ``no_switch_in``, ``open``, ``open_oncpu``, ``missing_switch_out``,
     ``out_of_order``, ``per_process_unmeasured``; ``threads``: tid -> ThreadCounts). Events going
@@ -156,7 +157,10 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
     machine = _Machine(path, lenient, stats, per_process)
     for ev in events:
         if not isinstance(ev, SchedEvent):
-            _count(stats, "samples")
+            # the scheduler's other tracepoints (perf sched record's sched_stat_runtime,
+            # sched_migrate_task, ...) apart from on-CPU samples
+            event = getattr(ev, "event", None) or ""
+            _count(stats, "sched_other" if event.startswith(("sched:", "sched_")) else "samples")
             continue
         yield from machine.step(ev)
     yield from machine.finish(include_open)

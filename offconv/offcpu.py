@@ -259,6 +259,11 @@ class _Builder:
             n = d["samples"]
             out.append(f"ignored {n} non-sched event{'s' if n != 1 else ''} (on-CPU samples) "
                        f"in mode {self.mode}")
+        if d.get("sched_other"):
+            n = d["sched_other"]
+            out.append(f"ignored {n} event{'s' if n != 1 else ''} of the scheduler's other "
+                       "tracepoints (sched_stat_runtime, sched_migrate_task, sched_process_fork, "
+                       "...: perf sched record's), which the intervals do not need")
         if self.pid_from_tid:
             out.append("-p/--filter-pid: the input carries only thread ids (perf script default "
                        "fields), so -p matched the tid; use perf script -F with pid to match processes")

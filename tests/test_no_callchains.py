@@ -50,6 +50,10 @@ def test_a_perf_sched_record_trace_is_a_scheduler_trace():
     assert d["totals"]["runq_us"] > 0.5 * d["totals"]["oncpu_us"]  # 6 hogs, 2 CPUs
     first = gzip.open(OVERSUB, "rt").readline()
     assert "sched:sched_stat_runtime:" in first
+    # they are named for what they are, not "on-CPU samples"
+    warnings = pipeline.load([str(OVERSUB)], Options()).warnings
+    assert any("3318 events of the scheduler's other tracepoints" in w for w in warnings)
+    assert not any("on-CPU samples" in w for w in warnings)
 
 
 def test_only_sched_tracepoints_are_read_past(tmp_path):
