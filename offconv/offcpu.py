@@ -286,6 +286,10 @@ class _Builder:
             if n:
                 threads = an.dropped_threads.get(reason, 0)
                 of = f" (in {threads} thread{'s' if threads != 1 else ''})" if threads else ""
+                if reason == "no_wakeup" and an.wakeup_events and not an.sched_wakeup_events:
+                    text += ("; the trace has sched_waking and no sched_wakeup (perf sched "
+                             "record), which was seen to miss I/O wake-ups that sched_wakeup "
+                             "shows: record sched_wakeup too (offconv record does)")
                 out.append(f"{n} {one if n == 1 else many}{of} {'was' if n == 1 else 'were'} {text}")
         return out
 

@@ -275,3 +275,12 @@ def test_perf_sched_record_totals_agree_with_timehist():
                 assert close(t.oncpu_ns, run), (name, t.comm, t.oncpu_ns, run)
                 checked += 1
     assert checked == 9
+
+
+def test_missed_wakeups_of_a_sched_waking_trace_say_what_to_record():
+    path = VERDICT / "sched_record_window_cold_read" / "sched_record_window_cold_read.perf-script.txt.gz"
+    warnings = pipeline.load([str(path)], Options()).warnings
+    assert any("no wakeup seen" in w and "record sched_wakeup too" in w for w in warnings)
+    # a trace with sched_wakeup does not get the hint
+    other = VERDICT / "oversub" / "oversub.perf-script.txt.gz"
+    assert not any("record sched_wakeup too" in w for w in pipeline.load([str(other)], Options()).warnings)
