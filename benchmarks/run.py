@@ -225,40 +225,34 @@ def main() -> int:
                          "inferno's flamegraph --perfdata", "≤ 0.9",
                          f"`perf script > /dev/null` alone {floor:.2f} s; into a pipe drained by a "
                          f"process that discards it {piped:.2f} s"))
+
+            def e2e_row(data, tag: str, work: str) -> None:
+                """perf.data ``data`` → SVG, offconv against inferno: a row."""
+                r = measure(a.runs, offconv_cmd(str(data), "--mode", "oncpu", "-o", str(out / f"offconv-{tag}.svg")),
+                            [fgbin, "--perfdata", str(data), "-o", str(out / f"inferno-{tag}.svg")] if fgbin else None,
+                            [data])
+                rows.append((work.format(mb=data.stat().st_size / 1e6), r, "inferno's flamegraph --perfdata",
+                             "≤ 0.9", ""))
+
             # the Java recording's perf.data (java_file): deep JIT stacks, 112 MB of text from
             # 17 MB, where the parser is slower than perf script (the other shape)
             jdata = CACHE / "java" / "java.data"
             if java_file("100M") is not None and jdata.exists():
-                r = measure(a.runs, offconv_cmd(str(jdata), "--mode", "oncpu", "-o", str(out / "offconv-java.svg")),
-                            [fgbin, "--perfdata", str(jdata), "-o", str(out / "inferno-java.svg")] if fgbin else None,
-                            [jdata])
-                rows.append((f"perf.data, Java ({jdata.stat().st_size / 1e6:.0f} MB, 55 s, -F 999 -g -a) → SVG",
-                             r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
+                e2e_row(jdata, "java", "perf.data, Java ({mb:.0f} MB, 55 s, -F 999 -g -a) → SVG")
             # javac + gcc (javac_data): 30k distinct stacks, the SVG is the tail after perf
             cdata = javac_data()
             if cdata is not None:
-                r = measure(a.runs, offconv_cmd(str(cdata), "--mode", "oncpu", "-o", str(out / "offconv-javac.svg")),
-                            [fgbin, "--perfdata", str(cdata), "-o", str(out / "inferno-javac.svg")] if fgbin else None,
-                            [cdata])
-                rows.append((f"perf.data, javac + gcc ({cdata.stat().st_size / 1e6:.0f} MB, 20 s, -F 999 -g -a) → SVG",
-                             r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
+                e2e_row(cdata, "javac", "perf.data, javac + gcc ({mb:.0f} MB, 20 s, -F 999 -g -a) → SVG")
             # small (small_data): perf takes 0.45 s; offconv's fixed costs weigh most
             sdata = small_data()
             if sdata is not None:
-                r = measure(a.runs, offconv_cmd(str(sdata), "--mode", "oncpu", "-o", str(out / "offconv-small.svg")),
-                            [fgbin, "--perfdata", str(sdata), "-o", str(out / "inferno-small.svg")] if fgbin else None,
-                            [sdata])
-                rows.append((f"perf.data, small: Python, gcc -j2, sort ({sdata.stat().st_size / 1e6:.0f} MB, "
-                             "15 s, -F 999 -g -a) → SVG", r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
-
+                e2e_row(sdata, "small", "perf.data, small: Python, gcc -j2, sort ({mb:.0f} MB, 15 s, "
+                                        "-F 999 -g -a) → SVG")
             # no call chains (nocallchain_data): one line an event, no blank line
             ndata = nocallchain_data()
             if ndata is not None:
-                r = measure(a.runs, offconv_cmd(str(ndata), "--mode", "oncpu", "-o", str(out / "offconv-nocg.svg")),
-                            [fgbin, "--perfdata", str(ndata), "-o", str(out / "inferno-nocg.svg")] if fgbin else None,
-                            [ndata])
-                rows.append((f"perf.data without call chains ({ndata.stat().st_size / 1e6:.0f} MB, 12 s, "
-                             "-F 999 -a, small's workload) → SVG", r, "inferno's flamegraph --perfdata", "≤ 0.9", ""))
+                e2e_row(ndata, "nocg", "perf.data without call chains ({mb:.0f} MB, 12 s, -F 999 -a, "
+                                       "small's workload) → SVG")
 
     if "rss" in only:
         sizes = ["100M"] + (["1G"] if a.big else [])

@@ -243,29 +243,14 @@ def test_same_length_uninterruptible_waits_are_not_timed(tmp_path):
     assert set(causes) == {NO_CHAIN}
 
 
-def _timehist(path: Path) -> dict:
-    """tid -> [wait, sch delay, run] µs from a `perf sched timehist --state` text."""
-    from test_timehist_agreement import _ROW
-    sums: dict = {}
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            m = _ROW.match(line)
-            if m:
-                g = [int(x) for x in m.groups()]
-                row = sums.setdefault(g[0], [0, 0, 0])
-                for i in range(3):
-                    row[i] += g[1 + 2 * i] * 1000 + g[2 + 2 * i]
-    return sums
-
-
 def test_perf_sched_record_totals_agree_with_timehist():
     """The one-line sched events of perf sched record (sched_waking for wake-ups) give the
     per-thread totals perf sched timehist gives, within 1% or 1 ms (as on the -g ones)."""
-    from test_timehist_agreement import close
+    from test_timehist_agreement import close, timehist_file_sums
     checked = 0
     for name, prefix in (("sched_record_oversub", "cpuhog"), ("sched_record_lock_sleep", "lk-")):
         d = VERDICT / name
-        th = _timehist(d / f"{name}.timehist.txt.gz")
+        th = timehist_file_sums(d / f"{name}.timehist.txt.gz")
         p = pipeline.load([str(d / f"{name}.perf-script.txt.gz")], Options())
         for t in p.analysis.threads.values():
             if t.comm.startswith(prefix):

@@ -39,8 +39,13 @@ def script_path(name: str) -> Path:
 
 def timehist_sums(name: str) -> dict:
     """tid -> [Σ wait µs, Σ sch delay µs, Σ run µs] from the timehist --state text."""
+    return timehist_file_sums(HERE / name / f"{name}.timehist-state.txt.gz")
+
+
+def timehist_file_sums(path: Path) -> dict:
+    """timehist_sums of a gzipped `perf sched timehist --state` text."""
     sums: dict = {}
-    with gzip.open(HERE / name / f"{name}.timehist-state.txt.gz", "rt") as f:
+    with gzip.open(path, "rt") as f:
         for line in f:
             m = _ROW.match(line)
             if m:

@@ -625,7 +625,6 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     raw_get = raw.get
     budget = _CALLERS_BUDGET
     ts_search = _TS.search
-    hex_digits = _HEX_DIGITS
     counts = sums.counts
     add = counts.setdefault
 
@@ -697,13 +696,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                 break
             rest = payload.partition(" ")[2]
             k = rest.rfind("+0x")
-            lk = rest
-            if k >= 0:
-                tail = rest[k + 3:].lstrip(hex_digits)
-                if (tail[:2] == " (" and len(tail) < len(rest) - k - 3
-                        and tail.find("(", 2) < 0 and tail.find(")") == len(tail) - 1):
-                    lk = (rest[:k], tail)
-            add_key((e, lk, ""))
+            add_key((e, rest if k < 0 else _offset_key(rest, k), ""))
             i += 1
         if i < n and keys:
             keys.pop()
@@ -776,14 +769,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                         else:
                             rest = s.partition(" ")[2]
                             k = rest.rfind("+0x")
-                            lk = rest
-                            if k >= 0:
-                                tail = rest[k + 3:].lstrip(hex_digits)
-                                if (tail[:2] == " (" and len(tail) < len(rest) - k - 3
-                                        and tail.find("(", 2) < 0
-                                        and tail.find(")") == len(tail) - 1):
-                                    lk = (rest[:k], tail)
-                            key = (e, lk, callers)
+                            key = (e, rest if k < 0 else _offset_key(rest, k), callers)
                     if key is not None:
                         raw[key] = raw_get(key, 0) + 1
                         fast += 1
@@ -835,6 +821,18 @@ def _sum_head(header: str, tm, hk, heads: dict, entries: list) -> Optional[int]:
     if len(heads) < _HEADS:
         heads[hk] = e
     return e
+
+
+def _offset_key(rest: str, k: int):
+    """The leaf key of a frame line's text after its address, ``rest``, whose last "+0x"
+    is at ``k``: (symbol, " (dso)") without the offset when it is one (hex digits, then
+    the dso in parentheses, ending the line), so that samples of one symbol at different
+    offsets share a key; else ``rest`` itself."""
+    tail = rest[k + 3:].lstrip(_HEX_DIGITS)
+    if (tail[:2] == " (" and len(tail) < len(rest) - k - 3
+            and tail.find("(", 2) < 0 and tail.find(")") == len(tail) - 1):
+        return (rest[:k], tail)
+    return rest
 
 
 def _inline_head(line: str, tm, hk, heads: dict, entries: list) -> Optional[int]:
