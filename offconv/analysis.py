@@ -66,7 +66,7 @@ class ThreadTotals:
     durations are kept once, per cause (``blocked`` concatenates them)."""
 
     __slots__ = ("comm", "pid", "tid", "blocked_ns", "runq_ns", "runq_preempted_ns",
-                 "runq_idle_ns", "oncpu_ns", "unknown_ns", "unknown_by_cause", "switches",
+                 "runq_idle_ns", "runq_throttled_ns", "oncpu_ns", "unknown_ns", "unknown_by_cause", "switches",
                  "inferred", "no_wakeup", "periods", "by_cause", "by_state",
                  "cause_durations", "wakers", "runq_cont", "runq_idle", "timed_lock_ns", "woken_lock_ns", "woken")
 
@@ -74,6 +74,7 @@ class ThreadTotals:
         self.comm, self.pid, self.tid = task.comm, task.pid, task.tid
         self.blocked_ns = self.runq_ns = self.runq_preempted_ns = self.oncpu_ns = 0
         self.runq_idle_ns = 0             # run-queue time that ended at a switch from idle
+        self.runq_throttled_ns = 0        # preempted run-queue time that began with the CPU idle
         self.unknown_ns = 0               # blocked-or-running, split unknown (Period.unknown_ns)
         self.unknown_by_cause: dict = {}  # cause -> ns of that unknown time
         self.switches = self.inferred = self.no_wakeup = self.periods = 0
@@ -211,6 +212,8 @@ class Analysis:
             tt.runq_ns += r
             if p.preempted:
                 tt.runq_preempted_ns += r
+                if p.throttled:
+                    tt.runq_throttled_ns += r
             if p.on_idle_cpu and not p.preempted:
                 tt.runq_idle_ns += r
                 tt.runq_idle.append(r)

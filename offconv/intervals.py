@@ -57,7 +57,7 @@ class _Thread:
     ``waker`` and ``waker_stack`` until its switch-in ends the period."""
 
     __slots__ = ("phase", "start", "state", "stack", "task", "wake", "waker", "waker_stack",
-                 "dead")
+                 "dead", "to_idle")
 
     def __init__(self, phase: int, start: int, state: str = "", stack: tuple = (),
                  task: Optional[Task] = None):
@@ -70,13 +70,15 @@ class _Thread:
         self.waker: Optional[Task] = None
         self.waker_stack: tuple = ()
         self.dead = False
+        self.to_idle = False   # switched out runnable to the idle task (throttled)
 
     def period(self, end: Optional[int], inferred: bool = False, idle: bool = False) -> Period:
         wake = self.wake
         if wake is not None and end is not None and end < wake:
             wake = None  # an inferred switch-in before the wakeup: all of it was blocked
         return Period(self.task, self.state, self.start, wake, end, self.stack, self.waker,
-                      self.waker_stack, inferred, idle, woke_ns=self.wake)
+                      self.waker_stack, inferred, idle, woke_ns=self.wake,
+                      throttled=self.to_idle)
 
 
 def is_preempted(state: str) -> bool:
@@ -232,7 +234,11 @@ class _Machine:
                 self.stats["exits"][prev.tid] = t
             return
         phase = RQ if is_preempted(ev.prev_state) else BLK
-        self.threads[key] = _Thread(phase, t, ev.prev_state, ev.stack, prev)
+        th = self.threads[key] = _Thread(phase, t, ev.prev_state, ev.stack, prev)
+        if phase == RQ and ev.next is not None and ev.next.tid == 0:
+            # runnable, yet the CPU goes idle: nothing else wanted it, so the task was
+            # held back -- CFS bandwidth throttling (cgroup cpu.max, a container's limit)
+            th.to_idle = True
 
     def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> Iterator:
         """T is switched out while off-CPU: its switch-in was not recorded."""

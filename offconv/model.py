@@ -233,6 +233,7 @@ class Period:
     on_idle_cpu: bool = False
     unknown_ns: int = 0
     woke_ns: Optional[int] = None   # the wakeup's time, even after an inferred switch-in
+    throttled: bool = False         # preempted with nothing else to run: the CPU went idle
 
     @property
     def preempted(self) -> bool:

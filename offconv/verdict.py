@@ -66,6 +66,7 @@ class Decision:
     runq_thread: Optional[object]
     scope: Scope
     idle_counted: bool
+    runq_throttled_share: float = 0.0      # of the run-queue time behind others: throttled
 
 
 def _latency(cause: tuple, idle_counted: bool) -> bool:
@@ -249,11 +250,13 @@ def decide(an, ropts: ReportOptions) -> Decision:
             >= ropts.blocked_share_long:
         blocked_long = uncertain = True
     idle_wakeup = sum(t.runq_idle_ns for t in ts)
+    throttled = 0.0
     if an.per_process:
         runq_long = runq_share = runq_p99 = None
         runq_thread = None
     else:
         cont = sum(t.runq_contention_ns for t in ts)
+        throttled = sum(t.runq_throttled_ns for t in ts) / cont if cont else 0.0
         runq_share = cont / wall if wall else 0.0
         runq_p99 = ns_to_us(percentile(Runs(t.runq_cont for t in ts), 99) or 0)
         runq_long = runq_share >= ropts.runq_share_long or (
@@ -279,7 +282,7 @@ def decide(an, ropts: ReportOptions) -> Decision:
                   (False, False): "on-cpu"}[(runq_long, blocked_long)]
     return Decision(answer, runq_long, blocked_long, uncertain, runq_share, blocked_share,
                     runq_p99, blocked_p99, ns_to_us(idle_wakeup), cause, cause_thread,
-                    cause_share, cause_p99, waker, runq_thread, sc, idle_counted)
+                    cause_share, cause_p99, waker, runq_thread, sc, idle_counted, throttled)
 
 
 # -- wording ------------------------------------------------------------------------------
@@ -322,10 +325,25 @@ def _blocked_text(d: Decision) -> str:
             f"p99 {human_us(d.cause_p99_us)}{woke}{unc}")
 
 
+# the share of the workload's run-queue time behind others that must be throttling (the
+# task was preempted with nothing else to run) for the verdict to say so
+THROTTLED_SHARE = 0.5
+
+
+def _throttled(d: Decision) -> bool:
+    return d.runq_throttled_share >= THROTTLED_SHARE
+
+
 def _runq_text(d: Decision) -> str:
     if d.runq_long is None:
         return "run-queue and on-CPU time are not measured in a `perf record -p` recording"
     idle = f"; idle-CPU wake-up {human_us(d.idle_wakeup_us)} apart" if d.idle_wakeup_us >= 1000 else ""
+    if d.runq_long and d.runq_thread is not None and _throttled(d):
+        t = d.runq_thread
+        return (f"run-queue waits while a CPU sat idle (throttled: the CPU quota of its cgroup "
+                f"ran out) are {d.runq_share:.0%} of the workload's wall time, p99 "
+                f"{human_us(d.runq_p99_us)} (most: {_who(t)} "
+                f"{human_us(ns_to_us(t.runq_contention_ns))}){idle}")
     if d.runq_long and d.runq_thread is not None:
         t = d.runq_thread
         return (f"run-queue waits behind other tasks are {d.runq_share:.0%} of the workload's "
@@ -347,6 +365,11 @@ def explain(d: Decision, ropts: ReportOptions) -> str:
     if d.answer == "waiting":
         tail = ("" if d.runq_long is None else ", adding cores will not help")
         return f"{blk}; {runq}: {fix}{tail}."
+    if d.answer == "capacity" and _throttled(d):
+        return (f"{runq}; blocked {d.blocked_share:.0%}: the threads are runnable but held "
+                "back by their CPU quota (cgroup cpu.max / cpu.cfs_quota_us, a container's "
+                "CPU limit): raise the quota; more cores will not help, nor will the "
+                "blocking paths.")
     if d.answer == "capacity":
         return (f"{runq}; blocked {d.blocked_share:.0%}: the threads are runnable but wait "
                 "for a CPU: add cores, run fewer jobs at once or change priorities; the "
@@ -369,6 +392,7 @@ def verdict(an, ropts: ReportOptions) -> dict:
         "uncertain": d.uncertain,
         "runq_long": d.runq_long, "blocked_long": d.blocked_long,
         "runq_share": None if d.runq_share is None else round(d.runq_share, 4),
+        "runq_throttled_share": round(d.runq_throttled_share, 4),
         "blocked_share": round(d.blocked_share, 4),
         "runq_p99_us": d.runq_p99_us, "blocked_p99_us": d.blocked_p99_us,
         "idle_wakeup_us": d.idle_wakeup_us,

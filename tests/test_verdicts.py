@@ -164,3 +164,33 @@ def test_left_out_summary_counts_each_reason_once(reports):
             assert p.count("(") == p.count(")"), (name, p)
         seen_partner |= any("switch partner" in x["reason"] for x in left)
     assert seen_partner  # the per-thread detail case is among the recordings
+
+
+def test_a_cpu_quota_is_not_contention_for_cores(reports):
+    """A busy loop held to 20% of a CPU by its cgroup's quota, the other CPU idle: its
+    run-queue time began each time with a switch to the idle task (nothing else wanted
+    the CPU). Capacity, but the fix is the quota, not more cores (before: "run-queue waits
+    behind other tasks ...: add cores")."""
+    d = reports.setdefault("cpu_quota", _report("cpu_quota"))
+    v = d["verdict"]
+    assert v["answer"] == "capacity" and v["runq_throttled_share"] > 0.9, v
+    assert "quota" in v["reason"] and "more cores will not help" in v["reason"], v["reason"]
+    assert "behind other tasks" not in v["reason"] and "add cores" not in v["reason"]
+    # contention for cores is still contention: the oversubscribed hogs were never throttled
+    o = reports.setdefault("oversub", _report("oversub"))["verdict"]
+    assert o["runq_throttled_share"] == 0 and "add cores" in o["reason"]
+
+
+def test_a_runnable_switch_out_to_the_idle_task_is_throttled():
+    from offconv.intervals import intervals
+    from offconv.model import SWITCH, SchedEvent, Task
+    a, idle, b = Task("hog", None, 5), Task("swapper/0", None, 0), Task("other", None, 6)
+
+    def sw(t, prev, state, nxt):
+        return SchedEvent(SWITCH, t, 0, prev, (), "sched:sched_switch", prev=prev,
+                          prev_state=state, next=nxt)
+    evs = [sw(1_000, idle, "R", a), sw(2_000, a, "R+", idle), sw(5_000, idle, "R", a),
+           sw(6_000, a, "R", b), sw(7_000, b, "S", a), sw(8_000, a, "S", idle)]
+    periods = [p for p in intervals(iter(evs), "x", system_wide=True) if hasattr(p, "throttled")]
+    assert [(p.start_ns, p.throttled) for p in periods if p.task.tid == 5] == \
+        [(2_000, True), (6_000, False)]
