@@ -130,7 +130,7 @@ class Analysis:
     last_in: dict = field(default_factory=dict)      # tid -> since when it is runnable or running (ns)
     parents: dict = field(default_factory=dict)      # tid -> the tid that created it
     # the input being read's tid -> creator so far (sched_wakeup_new), for the waits
-    # that only their waker explains (stackless_child_wait)
+    # that only their waker explains (woken_by_child)
     live_parents: dict = field(default_factory=dict, repr=False)
     pending_child: list = field(default_factory=list, repr=False)  # resolve_child_waits
     unread: list = field(default_factory=list, repr=False)   # this input's NO_CHAIN waits

@@ -38,7 +38,8 @@ from itertools import chain, islice
 from typing import Iterable, Iterator, Optional
 
 from .errors import ParseError
-from .model import EXIT, SWITCH, WAKE, OnCpu, Period, SchedEvent, Task, ThreadCounts
+from .model import (EXIT, SWITCH, WAKE, OnCpu, Period, SchedEvent, Task, ThreadCounts,
+                    is_sched_tracepoint)
 
 WAKING_EVENTS = frozenset(("sched:sched_waking", "sched_waking"))
 
@@ -161,8 +162,8 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
         if not isinstance(ev, SchedEvent):
             # the scheduler's other tracepoints (perf sched record's sched_stat_runtime,
             # sched_migrate_task, ...) apart from on-CPU samples
-            event = getattr(ev, "event", None) or ""
-            _count(stats, "sched_other" if event.startswith(("sched:", "sched_")) else "samples")
+            other = is_sched_tracepoint(getattr(ev, "event", None) or "")
+            _count(stats, "sched_other" if other else "samples")
             continue
         yield from machine.step(ev)
     yield from machine.finish(include_open)

@@ -204,6 +204,11 @@ class Histogram:
     kind: str = ""
 
 
+def is_sched_tracepoint(event: str) -> bool:
+    """An event of the scheduler's tracepoints (sched:..., or tep's sched_...)."""
+    return event.startswith(("sched:", "sched_"))
+
+
 @dataclass(frozen=True, slots=True)
 class Period:
     """One off-CPU period of a thread, switch-out to switch-in.

@@ -38,7 +38,7 @@ from .aggregate import Sums, add_weights
 from .model import Frame
 from .naming import FoldedNames, Namer, StackNames, merge_by
 from .parsers import demangle
-from .source import CUT_TRIES, EVENT_LINE, Source
+from .source import Source, first_event_line_cut
 
 MIN_BYTES = 16 << 20   # below this, forking costs more than it saves
 CUT_SEARCH = 1 << 20   # look this far past the middle for a blank line
@@ -93,31 +93,13 @@ def _cut_in(fd: int, start: int, size: int, sep: bytes, share: float) -> Optiona
             return None
         # no blank line: perf script of a recording without call chains, one line an
         # event; a cut between two such lines splits no event
-        k = _between_one_line_events(buf)
+        k = first_event_line_cut(buf.decode("latin-1"))  # (ASCII pattern: byte offsets)
         if k is None:
             return None
         cut = middle + k
     else:
         cut = middle + k + len(sep)
     return cut if cut < size else None
-
-
-def _between_one_line_events(buf: bytes) -> Optional[int]:
-    """The offset in ``buf`` (read from anywhere: its first line may be cut) of the first
-    line that starts an event and follows another event's line, or None."""
-    text = buf.decode("latin-1")  # offsets are bytes' (the pattern is ASCII)
-    match = EVENT_LINE.match
-    p = text.find("\n")        # the first complete line starts at p + 1
-    for _ in range(CUT_TRIES):
-        if p < 0:
-            return None
-        q = text.find("\n", p + 1)
-        if q < 0:
-            return None
-        if match(text, p + 1) and match(text, q + 1) and text.find("\n", q + 1) > 0:
-            return q + 1
-        p = q
-    return None
 
 
 def _second_part(name, path, fmt, span, first_lineno, popts, want, naming=None, labels=None):

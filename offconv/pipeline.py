@@ -14,7 +14,8 @@ from typing import Iterable, Iterator, Optional
 from . import formats, gcpause
 from .aggregate import Sums, aggregate_samples
 from .errors import OffconvError
-from .model import OFFCPU_MODES, ONCPU, SWITCH, Histogram, Profile, Sample, SchedEvent
+from .model import (OFFCPU_MODES, ONCPU, SWITCH, Histogram, Profile, Sample, SchedEvent,
+                    is_sched_tracepoint)
 from .options import Options
 from .source import Source, numbered_blocks
 
@@ -121,10 +122,6 @@ def peek(src: Source, fmt, opts: Options, mode: str) -> tuple:
 ROUTE_LOOKAHEAD = 50_000
 
 
-def _sched_tracepoint(event: str) -> bool:
-    return event.startswith("sched:") or event.startswith("sched_")
-
-
 def _route(records: Iterator, mode: str, deciding: Optional[list] = None) -> tuple[str, Iterator]:
     """Which path an input's records take: SCHED (intervals, the off-CPU modes) or SAMPLES.
     Looks ahead only until the first sched_switch or the first Sample that is not of
@@ -145,7 +142,7 @@ def _route(records: Iterator, mode: str, deciding: Optional[list] = None) -> tup
         elif r.__class__ is Sample:
             if mode in OFFCPU_MODES and r.kind != ONCPU:
                 route = SAMPLES
-            elif mode == "auto" and _sched_tracepoint(r.event) and sched_samples < ROUTE_LOOKAHEAD:
+            elif mode == "auto" and is_sched_tracepoint(r.event) and sched_samples < ROUTE_LOOKAHEAD:
                 # `perf sched record` puts sched_stat_runtime, sched_migrate_task,
                 # sched_process_fork, ... before the first sched_switch: a scheduler
                 # trace, not an on-CPU profile of those events

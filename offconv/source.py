@@ -258,6 +258,24 @@ def event_line_cut(text: str) -> int:
     return 0
 
 
+def first_event_line_cut(text: str) -> Optional[int]:
+    """event_line_cut from the start: the offset of the first line of ``text`` (read from
+    anywhere: its first line may be cut, its last too) that starts an event and follows
+    another event's line, or None."""
+    match = EVENT_LINE.match
+    p = text.find("\n")        # the first complete line starts at p + 1
+    for _ in range(CUT_TRIES):
+        if p < 0:
+            return None
+        q = text.find("\n", p + 1)
+        if q < 0:
+            return None
+        if match(text, p + 1) and match(text, q + 1) and text.find("\n", q + 1) > 0:
+            return q + 1
+        p = q
+    return None
+
+
 def numbered_blocks(lineno: int, pieces: list) -> Iterator[tuple[int, str]]:
     """One list of Source.block_lists() -> (number of the block's first line, block), empty
     pieces left out."""

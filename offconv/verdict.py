@@ -338,15 +338,11 @@ def _runq_text(d: Decision) -> str:
     if d.runq_long is None:
         return "run-queue and on-CPU time are not measured in a `perf record -p` recording"
     idle = f"; idle-CPU wake-up {human_us(d.idle_wakeup_us)} apart" if d.idle_wakeup_us >= 1000 else ""
-    if d.runq_long and d.runq_thread is not None and _throttled(d):
-        t = d.runq_thread
-        return (f"run-queue waits while a CPU sat idle (throttled: the CPU quota of its cgroup "
-                f"ran out) are {d.runq_share:.0%} of the workload's wall time, p99 "
-                f"{human_us(d.runq_p99_us)} (most: {_who(t)} "
-                f"{human_us(ns_to_us(t.runq_contention_ns))}){idle}")
     if d.runq_long and d.runq_thread is not None:
         t = d.runq_thread
-        return (f"run-queue waits behind other tasks are {d.runq_share:.0%} of the workload's "
+        what = ("while a CPU sat idle (throttled: the CPU quota of its cgroup ran out)"
+                if _throttled(d) else "behind other tasks")
+        return (f"run-queue waits {what} are {d.runq_share:.0%} of the workload's "
                 f"wall time, p99 {human_us(d.runq_p99_us)} (most: {_who(t)} "
                 f"{human_us(ns_to_us(t.runq_contention_ns))}){idle}")
     return (f"run queue {d.runq_share:.0%}, p99 {human_us(d.runq_p99_us)}{idle}")
