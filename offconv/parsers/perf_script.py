@@ -435,7 +435,8 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
                 continue
             lost = _LOST.search(line)
             if lost is not None:          # perf script --show-lost-events
-                if head is not None:
+                skipping = False          # an event of its own: what follows is not the
+                if head is not None:      # callchain of a malformed header before it
                     yield finish()
                     head = None
                 if stats is not None:
