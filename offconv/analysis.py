@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Optional
 
-from .causes import (CHILD_WOKE, IDLE_CAUSES, KTHREAD_COMM, KTHREAD_IDLE, NO_CAUSE, NO_CHAIN,
-                     PEER_CAUSES, QUEUED_WAKER, TIMED_NO_CHAIN, Classifier, queued_wakeup)
+from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES, QUEUED_WAKER, UNREAD,
+                     Classifier, from_events, queued_wakeup, unread_stack)
 from .latency import Runs, latency_stats
-from .model import KERNEL
 from .options import ReportOptions
 from .units import ns_to_us
 
@@ -133,7 +132,7 @@ class Analysis:
     # that only their waker explains (woken_by_child)
     live_parents: dict = field(default_factory=dict, repr=False)
     pending_child: list = field(default_factory=list, repr=False)  # resolve_child_waits
-    unread: list = field(default_factory=list, repr=False)   # this input's NO_CHAIN waits
+    unread: list = field(default_factory=list, repr=False)   # this input's UNREAD waits
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
     sched_wakeup_events: int = 0     # of them sched_wakeup (not sched_waking, not _new)
@@ -162,22 +161,24 @@ class Analysis:
             cause = self.classify.period(p.stack, p.waker_stack,
                                          self.last_cause.get(waker.tid) if waker else None)
             pending = None
-            if cause == NO_CAUSE and not any(f.kind == KERNEL for f in p.stack):
-                # no call chain (perf sched record, no -g): only the waker can tell
+            unread = unread_stack(p.stack) if cause == NO_CAUSE else None
+            if unread is not None:
+                # no call chain (perf sched record, no -g), or its kernel frames unresolved
+                # (another kernel's recording): only the waker can tell
                 if KTHREAD_COMM.match(p.task.comm):
-                    cause = KTHREAD_IDLE
+                    cause = from_events(unread, "kthread")
                 else:
-                    cause = NO_CHAIN
+                    cause = unread
                     if waker is not None and self.woken_by_child(p):
                         pending = cause   # a child's exit? known once the input is read
             cause = self._peer(p, cause)
             if pending is not None:
                 self.pending_child.append((tt, p.woke_ns, waker.tid, waker.comm,
                                            p.blocked_ns if blocked else 0, p.unknown_ns, cause,
-                                           p.state))
+                                           p.state, pending))
                 cause = CHILD_PENDING
-            elif cause == NO_CHAIN and waker is not None and blocked and p.state == "S":
-                self.unread.append((tt, p.blocked_ns, waker.tid, waker.comm, p.unknown_ns))
+            elif cause in UNREAD and waker is not None and blocked and p.state == "S":
+                self.unread.append((tt, p.blocked_ns, waker.tid, waker.comm, p.unknown_ns, cause))
             if waker is None and cause[0] == "lock":
                 cause = UNWOKEN_LOCK
             elif cause == ("poll/idle", "timed wait"):
@@ -239,15 +240,15 @@ class Analysis:
         (a wait4 ended by the exit notification; a join), else what they were without that
         rule. Runs at the end of each input, with its tid -> end times."""
         items, self.pending_child = self.pending_child, []
-        for tt, wake_ns, waker_tid, waker_comm, d, unknown, alt, state in items:
+        for tt, wake_ns, waker_tid, waker_comm, d, unknown, alt, state, unread in items:
             end = exits.get(waker_tid)
-            new = (CHILD_WOKE if end is not None and wake_ns is not None
+            new = (from_events(unread, "child") if end is not None and wake_ns is not None
                    and abs(end - wake_ns) <= CHILD_EXIT_NS else alt)
             _recause(tt, CHILD_PENDING, new, d, unknown, waker_comm)
             if self.last_cause.get(tt.tid) == CHILD_PENDING:
                 self.last_cause[tt.tid] = new
-            if new == NO_CHAIN and d and state == "S":
-                self.unread.append((tt, d, waker_tid, waker_comm, unknown))
+            if new in UNREAD and d and state == "S":
+                self.unread.append((tt, d, waker_tid, waker_comm, unknown, new))
         self._resolve_timed_waits()
 
     def _resolve_timed_waits(self) -> None:
@@ -276,10 +277,11 @@ class Analysis:
             wakers = {x[3] for x in regular}
             if not ((len(wakers) == 1 and regular[0][2] == 0) or len(wakers) >= 3):
                 continue
-            for tt, d, _, comm, unknown in regular:
-                _recause(tt, NO_CHAIN, TIMED_NO_CHAIN, d, unknown, comm)
-                if self.last_cause.get(tt.tid) == NO_CHAIN:
-                    self.last_cause[tt.tid] = TIMED_NO_CHAIN
+            for tt, d, _, comm, unknown, unread in regular:
+                timed = from_events(unread, "timed")
+                _recause(tt, unread, timed, d, unknown, comm)
+                if self.last_cause.get(tt.tid) == unread:
+                    self.last_cause[tt.tid] = timed
 
     def woken_by_child(self, p) -> bool:
         """Whether a wait was ended by a thread of a process it created, or of one created

@@ -35,9 +35,43 @@ NO_CAUSE = ("other", "")            # classify: no rule matched
 # a recording without call chains (perf sched record, perf record without -g): the wait
 # has no stack to read; analysis.Analysis.add_period asks its waker
 NO_CHAIN = ("other", "no call chain")
-CHILD_WOKE = ("child", "woken by its child (no call chain)")
-KTHREAD_IDLE = ("poll/idle", "kernel thread (no call chain)")
-TIMED_NO_CHAIN = ("poll/idle", "timed wait (no call chain)")   # analysis: same-length waits
+# a call chain whose kernel frames are all unresolved (``[unknown] ([kernel.kallsyms])``: a
+# perf.data converted on another kernel build than the one it was recorded on, without
+# its kallsyms): no more to read than no call chain at all
+UNRESOLVED = ("other", "kernel frames unresolved")
+UNREAD = frozenset((NO_CHAIN, UNRESOLVED))
+# what analysis reads an unread wait as from the events alone: a wait ended by the
+# thread's child, a kernel thread's wait, a timed wait (same-length waits)
+_FROM_EVENTS = {"child": ("child", "woken by its child"), "kthread": ("poll/idle", "kernel thread"),
+                "timed": ("poll/idle", "timed wait")}
+
+
+def from_events(unread: tuple, what: str) -> tuple:
+    """The cause an unread wait (``NO_CHAIN`` or ``UNRESOLVED``) is read as from the events
+    alone (``what``: child, kthread or timed), its label saying why the stack was not read."""
+    cause, label = _FROM_EVENTS[what]
+    return cause, f"{label} ({unread[1]})"
+
+
+CHILD_WOKE = from_events(NO_CHAIN, "child")
+KTHREAD_IDLE = from_events(NO_CHAIN, "kthread")
+TIMED_NO_CHAIN = from_events(NO_CHAIN, "timed")   # analysis: same-length waits
+# every cause a wait without a readable stack can have
+UNREAD_ANY = UNREAD | {from_events(u, w) for u in UNREAD for w in _FROM_EVENTS}
+UNRESOLVED_ANY = frozenset({UNRESOLVED} | {from_events(UNRESOLVED, w) for w in _FROM_EVENTS})
+
+
+def unread_stack(stack: tuple):
+    """``NO_CHAIN`` for a switch-out stack without kernel frames, ``UNRESOLVED`` for one
+    whose kernel frames are all unresolved (perf names them ``[unknown]``, offconv after
+    their module: ``[kernel.kallsyms]``, ``[xfs]``); None when a kernel frame has a name."""
+    kernel = False
+    for f in stack:
+        if f.kind == KERNEL:
+            if f.name[:1] != "[":
+                return None
+            kernel = True
+    return UNRESOLVED if kernel else NO_CHAIN
 # Linux kernel threads by name (comm, at most 15 characters): without a call chain their
 # waits (worker_thread, smpboot_thread_fn, ... with one: RULES) are read as waiting for work
 KTHREAD_COMM = re.compile(

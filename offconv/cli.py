@@ -162,6 +162,12 @@ def input_options(f):
         click.option("--demangle", is_flag=True,
                      help="Demangle legacy Rust symbols left mangled by older perf "
                           "(off: byte-identical to stackcollapse-perf.pl)."),
+        click.option("--kallsyms", metavar="FILE",
+                     type=click.Path(exists=True, dir_okay=False),
+                     help="perf.data input: kernel symbols from FILE, the recording machine's "
+                          "/proc/kallsyms saved while it ran the recorded kernel (perf script "
+                          "--kallsyms; without it, a recording of another kernel build has "
+                          "[unknown] kernel frames)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -206,7 +212,8 @@ def build_options(kw: dict) -> Options:
     if unit is None and kw.get("countname") in ("us", "ms", "ns"):
         unit = kw["countname"]  # flamegraph.pl's --countname names the unit of folded input
     parse = ParseOptions(addrs=kw["addrs"], event_filter=kw["event_filter"], lenient=kw["lenient"],
-                         unit=unit, kind=kw.get("kind"), demangle=bool(kw.get("demangle")))
+                         unit=unit, kind=kw.get("kind"), demangle=bool(kw.get("demangle")),
+                         kallsyms=kw.get("kallsyms"))
     naming = NamingOptions(pid=kw["name_pid"], tid=kw["name_tid"],
                            kernel=kw["kernel"] or kw["all_"], jit=kw["jit"] or kw["all_"])
     agg = AggregateOptions(

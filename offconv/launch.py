@@ -21,7 +21,7 @@ import sys
 # the options of convert, report and diff whose value is a file (never an input)
 _VALUE_OPTIONS = {"-o", "--output", "--to", "--from", "--title", "--subtitle", "--notes",
                   "--event-filter", "--colors", "--bgcolors", "--comm", "--fonttype", "--nametype",
-                  "--countname"}
+                  "--countname", "--kallsyms"}
 
 
 def main() -> None:
@@ -66,6 +66,12 @@ def prestart(args: list) -> None:
     if not args or args[0] in ("record", "--help", "-h", "--version"):
         return
     from .parsers import perf_data
+    kallsyms = None
+    for i, a in enumerate(args):
+        if a == "--kallsyms" and i + 1 < len(args):
+            kallsyms = args[i + 1]
+        elif a.startswith("--kallsyms="):
+            kallsyms = a.partition("=")[2]
     skip = False
     for a in args:
         if skip:
@@ -83,7 +89,7 @@ def prestart(args: list) -> None:
             continue
         if magic == perf_data.MAGIC:
             # --demangle (legacy Rust names, after perf's demangling): perf demangles
-            perf_data.prestart(a, demangle_here="--demangle" not in args)
+            perf_data.prestart(a, demangle_here="--demangle" not in args, kallsyms=kallsyms)
         # only the first input: a later one's perf script would write its whole text into
         # its file while the ones before it are parsed (perf_data.Follow bounds only the
         # file it reads)

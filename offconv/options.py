@@ -27,6 +27,7 @@ class ParseOptions:
     unit: Optional[str] = None     # --unit us|ms|ns|samples: what a folded/stack-map weight is in
     kind: Optional[str] = None     # --kind blocked|runq: what a histogram (or stack map) measures
     demangle: bool = False         # --demangle: legacy Rust symbols left mangled by older perf
+    kallsyms: Optional[str] = None  # --kallsyms: perf script's, for perf.data of another kernel
 
 
 @dataclass(frozen=True)

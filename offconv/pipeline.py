@@ -22,11 +22,13 @@ from .source import Source, numbered_blocks
 SCHED, SAMPLES = "sched", "samples"
 
 
-def open_input(path: str, from_format: str = "auto", demangle_here: bool = True):
+def open_input(path: str, from_format: str = "auto", demangle_here: bool = True,
+               kallsyms: Optional[str] = None):
     """(Source, InputFormat of its text) for one input. A binary format (perf.data) is
     recognised by its magic and converted to text, which is then detected like any other
-    (``demangle_here``: the converter may leave C++/Rust names to offconv)."""
-    src = Source(path, demangle_here=demangle_here)
+    (``demangle_here``: the converter may leave C++/Rust names to offconv; ``kallsyms``:
+    the converter's kernel symbols, perf script --kallsyms)."""
+    src = Source(path, demangle_here=demangle_here, kallsyms=kallsyms)
     if from_format != "auto":
         fmt = formats.input_format(from_format)
         if fmt.magic is not None:
@@ -91,7 +93,8 @@ def _demangled_here_or_by_perf(src: Source, fmt, opts: Options, stats: dict, mod
         route, records = _summed_or_routed(src, fmt, opts, tried, mode, first)
     except Retry:
         src.close()
-        src, fmt = open_input(src.path, from_format, demangle_here=False)
+        src, fmt = open_input(src.path, from_format, demangle_here=False,
+                              kallsyms=opts.parse.kallsyms)
         route, records = _summed_or_routed(src, fmt, opts, stats, mode, first)
         return route, records, src
     _merge_stats(stats, tried)
@@ -170,7 +173,7 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
     notes: list = []
     sources: list = []
     for path in paths:
-        src, fmt = open_input(path, from_format)
+        src, fmt = open_input(path, from_format, kallsyms=opts.parse.kallsyms)
         sources.append(src)
         if fmt.notes is not None:
             notes.extend(f"{path}: {n}" for n in fmt.notes(src.head))
@@ -216,7 +219,8 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
         profile = Profile()
     from .histograms import merge
     profile.histograms[:] = merge(profile.histograms + histograms)
-    profile.warnings[:0] = notes
+    # the converters' warnings first (perf found no kernel symbols: every cause is in doubt)
+    profile.warnings[:0] = [n for src in sources for n in getattr(src, "notes", ())] + notes
     for src in sources:
         if src.cut_line is not None:
             profile.warnings.append(f"{src.path}:{src.cut_line}: the input ends inside this "

@@ -23,8 +23,11 @@ class Source:
     of perf script events, for parsers that cache whole callchains."""
 
     def __init__(self, path: str, kind: str = "text", span: Optional[tuple] = None,
-                 first_lineno: int = 1, demangle_here: bool = True):
+                 first_lineno: int = 1, demangle_here: bool = True,
+                 kallsyms: Optional[str] = None):
         self.path = path
+        self._kallsyms = kallsyms  # a binary input's converter: perf script --kallsyms
+        self.notes: list = []      # what its converter warned of (perf_data.convert)
         # a binary input's converter may leave C++/Rust names to offconv (perf script
         # --no-demangle: parsers.demangle); ``mangled`` says whether it did
         self._demangle_here = demangle_here
@@ -157,14 +160,14 @@ class Source:
             self.binary_format = binary
             if path != "-":
                 raw.close()
-            stream, self._finish = binary.convert(path, self._demangle_here)
+            stream, self._finish = binary.convert(path, self._demangle_here, self._kallsyms)
             return stream
         return raw  # binary: _text_chunks reads big blocks and decodes them itself
 
     def _check_converter(self):
         if self._finish is not None:
             finish, self._finish = self._finish, None
-            finish()
+            self.notes = finish() or []
 
     def close(self):
         if self.path != "-":

@@ -30,7 +30,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .causes import IDLE_CAUSES, KTHREAD_COMM, NO_CHAIN, QUEUED_WAKER, TIMED_NO_CHAIN
+from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CHAIN, QUEUED_WAKER, UNREAD, UNREAD_ANY, UNRESOLVED,
+                     UNRESOLVED_ANY)
 from .latency import Runs, percentile
 from .options import ReportOptions
 from .units import human_us, ns_to_us, plural
@@ -67,6 +68,7 @@ class Decision:
     scope: Scope
     idle_counted: bool
     runq_throttled_share: float = 0.0      # of the run-queue time behind others: throttled
+    unresolved_share: float = 0.0          # of the recording's blocked time: kernel frames unresolved
 
 
 def _latency(cause: tuple, idle_counted: bool) -> bool:
@@ -89,8 +91,7 @@ def _single_sleep(t) -> bool:
     # `sleep` whose waits have no call chain and whose longest wait is most of its life
     # (``perf sched record -- sleep 10``: perf-exec's waits for perf come first), or that
     # waits once or twice (a lost switch-in can make it look running the rest)
-    unread = (NO_CHAIN, TIMED_NO_CHAIN)
-    if t.comm != "sleep" or not t.by_cause or not all(c in unread for c in t.by_cause):
+    if t.comm != "sleep" or not t.by_cause or not all(c in UNREAD_ANY for c in t.by_cause):
         return False
     waits = [d for k in ("other", "poll/idle") for d in t.cause_durations.get(k, ())]
     return len(waits) <= 2 or max(waits) >= 0.5 * t.wall_ns
@@ -183,7 +184,8 @@ def _claim_ns(t) -> int:
     50 ms futex timeout, woken from whatever task the timer interrupted) cannot be told from
     latency; the threads that used the CPUs, or waited for them, are the workload. Once in
     it, a thread's unread waits count as latency (they may be)."""
-    return busy_ns(t, False) - t.by_cause.get(NO_CHAIN, 0) - t.unknown_by_cause.get(NO_CHAIN, 0)
+    return busy_ns(t, False) - sum(t.by_cause.get(c, 0) + t.unknown_by_cause.get(c, 0)
+                                   for c in UNREAD)
 
 
 def material_groups(rows: list, share: float) -> tuple[list, list]:
@@ -282,7 +284,16 @@ def decide(an, ropts: ReportOptions) -> Decision:
                   (False, False): "on-cpu"}[(runq_long, blocked_long)]
     return Decision(answer, runq_long, blocked_long, uncertain, runq_share, blocked_share,
                     runq_p99, blocked_p99, ns_to_us(idle_wakeup), cause, cause_thread,
-                    cause_share, cause_p99, waker, runq_thread, sc, idle_counted, throttled)
+                    cause_share, cause_p99, waker, runq_thread, sc, idle_counted, throttled,
+                    unresolved_share(an))
+
+
+def unresolved_share(an) -> float:
+    """The share of the recording's blocked time whose kernel frames are all unresolved."""
+    blocked = sum(t.blocked_ns for t in an.threads.values())
+    unresolved = sum(ns for t in an.threads.values() for c, ns in t.by_cause.items()
+                     if c in UNRESOLVED_ANY)
+    return unresolved / blocked if blocked else 0.0
 
 
 # -- wording ------------------------------------------------------------------------------
@@ -348,13 +359,31 @@ def _runq_text(d: Decision) -> str:
     return (f"run queue {d.runq_share:.0%}, p99 {human_us(d.runq_p99_us)}{idle}")
 
 
+# the share of the workload's blocked time with unresolved kernel frames from which the
+# verdict says that its causes were read from the wake-ups alone
+UNRESOLVED_NOTE_SHARE = 0.2
+RESOLVE = "perf script where it was recorded, or --kallsyms with that machine's /proc/kallsyms"
+
+
 def explain(d: Decision, ropts: ReportOptions) -> str:
-    if not d.scope.threads:
-        return "no workload thread was measured: nothing to say about waiting."
+    text = (_explain(d, ropts) if d.scope.threads else
+            "no workload thread was measured: nothing to say about waiting.")
+    said = d.cause == UNRESOLVED and d.answer in ("waiting", "both")   # its fix says it
+    if d.unresolved_share >= UNRESOLVED_NOTE_SHARE and not said:
+        # which threads are the workload, and what their waits are, rest on wake-ups alone
+        text += (f" The kernel frames of {d.unresolved_share:.0%} of the recording's blocked "
+                 "time are unresolved: what those waits are was read from their wake-ups "
+                 f"alone, and the answer may be wrong ({RESOLVE} to read them).")
+    return text
+
+
+def _explain(d: Decision, ropts: ReportOptions) -> str:
     runq, blk = _runq_text(d), _blocked_text(d)
     fix = FIX.get(d.cause[0] if d.cause else "other")
     if d.cause == NO_CHAIN:
         fix = "record with call chains (-g) to see what it waits for"
+    elif d.cause == UNRESOLVED:
+        fix = f"resolve the kernel frames to see what it waits for ({RESOLVE})"
     if d.answer == "both":
         return (f"{blk}; and {runq}: both cost time; {fix} first, then add capacity "
                 "(cores, fewer jobs at once, priorities).")
@@ -389,6 +418,7 @@ def verdict(an, ropts: ReportOptions) -> dict:
         "runq_long": d.runq_long, "blocked_long": d.blocked_long,
         "runq_share": None if d.runq_share is None else round(d.runq_share, 4),
         "runq_throttled_share": round(d.runq_throttled_share, 4),
+        "blocked_unresolved_share": round(d.unresolved_share, 4),
         "blocked_share": round(d.blocked_share, 4),
         "runq_p99_us": d.runq_p99_us, "blocked_p99_us": d.blocked_p99_us,
         "idle_wakeup_us": d.idle_wakeup_us,

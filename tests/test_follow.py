@@ -82,7 +82,7 @@ def perf_plays(monkeypatch, tmp_path):
     monkeypatch.setattr(parallel.FollowSplit, "_done", done)
     state = {}
 
-    def start(perf, path, demangle_here=True):
+    def start(perf, path, demangle_here=True, kallsyms=None):
         text = state["text"].read_bytes()
         lines250 = 0
         for _ in range(250):

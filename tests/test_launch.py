@@ -46,18 +46,23 @@ def test_only_perf_data_inputs_are_started(tmp_path):
     folded.write_text("a;b 1\n")
     calls = []
     real = perf_data.prestart
-    perf_data.prestart = lambda path, demangle_here=True: calls.append((path, demangle_here))
+    perf_data.prestart = lambda path, demangle_here=True, kallsyms=None: calls.append(
+        (path, demangle_here) + ((kallsyms,) if kallsyms else ()))
     try:
         launch.prestart([str(folded), "-o", str(other), "--title", str(other)])
         launch.prestart(["record", str(DATA)])
         launch.prestart(["diff", str(DATA), str(folded), str(other)])
         launch.prestart([str(folded), str(other)])
         launch.prestart([str(DATA), "--demangle"])
+        # --kallsyms's value is a file, never an input; perf script is started with it
+        launch.prestart(["--kallsyms", str(other), str(DATA)])
+        launch.prestart([f"--kallsyms={folded}", str(DATA)])
     finally:
         perf_data.prestart = real
     # the first input only, if it is a perf.data: a later one's output would pile up in
     # its file while the first is parsed; with --demangle, perf demangles (parsers.demangle)
-    assert calls == [(str(DATA), True), (str(DATA), False)]
+    assert calls == [(str(DATA), True), (str(DATA), False), (str(DATA), True, str(other)),
+                     (str(DATA), True, str(folded))]
 
 
 @needs_perf

@@ -16,7 +16,6 @@ import pytest
 from offconv.parsers import perf_data
 
 ROOT = Path(__file__).resolve().parents[1]
-VICTIM = Path(__file__).parent / "fixtures" / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.data"
 PERF = shutil.which("perf")
 needs_perf = pytest.mark.skipif(PERF is None or shutil.which("gcc") is None,
                                 reason="perf and gcc are needed")
@@ -46,6 +45,17 @@ def run(*args, env=None) -> subprocess.CompletedProcess:
     """offconv through its console entry point (launch: perf script is started early)."""
     return subprocess.run([sys.executable, "-m", "offconv", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def sched_data(tmp_path_factory) -> Path:
+    """sched tracepoints with call chains, recorded here: a committed perf.data of another
+    kernel build has [unknown] kernel frames (perf finds no kallsyms for its build-id)."""
+    data = tmp_path_factory.mktemp("sched") / "sched.data"
+    subprocess.run([PERF, "record", "-q", "-e", "sched:sched_switch", "-g", "-o", str(data), "--",
+                    "sh", "-c", "sleep 0.02; sleep 0.02"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return data
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +103,7 @@ def test_a_samples_recording_converts_as_with_the_default_fields(recordings, tmp
 
 
 @needs_perf
-def test_the_field_list_is_given_for_samples_only(recordings, monkeypatch):
+def test_the_field_list_is_given_for_samples_only(recordings, sched_data, monkeypatch):
     started = []
     real = perf_data.subprocess.Popen
 
@@ -101,12 +111,12 @@ def test_the_field_list_is_given_for_samples_only(recordings, monkeypatch):
         started.append(list(args))
         return real(args, *a, **kw)
     monkeypatch.setattr(perf_data.subprocess, "Popen", spy)
-    for data in (recordings[0], VICTIM):
+    for data in (recordings[0], sched_data):
         stream, finish = perf_data.convert(str(data))
         text = stream.read()
         finish()
         stream.close()
-        if data is VICTIM:  # sched tracepoints: the default fields, offsets and all
+        if data is sched_data:  # sched tracepoints: the default fields, offsets and all
             assert b"sched:sched_switch" in text and b"__schedule+0x" in text
         else:
             assert b"+0x" not in text and b" outer (" in text
@@ -114,10 +124,11 @@ def test_the_field_list_is_given_for_samples_only(recordings, monkeypatch):
 
 
 @needs_perf
-def test_perf_drops_tracepoint_call_chains_with_the_field_list():
+def test_perf_drops_tracepoint_call_chains_with_the_field_list(sched_data):
     """Why a recording with tracepoints keeps the default fields (perf 6.1 here)."""
-    default = subprocess.run([PERF, "script", "-i", str(VICTIM)], capture_output=True).stdout
-    listed = subprocess.run([PERF, "script", "-i", str(VICTIM), *perf_data.FIELDS], capture_output=True).stdout
+    default = subprocess.run([PERF, "script", "-i", str(sched_data)], capture_output=True).stdout
+    listed = subprocess.run([PERF, "script", "-i", str(sched_data), *perf_data.FIELDS],
+                            capture_output=True).stdout
     assert b"__schedule+0x" in default
     assert b"__schedule" not in listed and b"sched_switch" in listed
 

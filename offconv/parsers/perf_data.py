@@ -24,16 +24,18 @@ from ..errors import OffconvError
 MAGIC = b"PERFILE2"
 
 
-def convert(path: str, demangle_here: bool = True):
+def convert(path: str, demangle_here: bool = True, kallsyms: Optional[str] = None):
     """(binary stream of perf script's output, finish()). ``finish`` waits for perf and
-    raises OffconvError with perf's own first message when it failed. The stream's
-    ``mangled`` is True when perf left the names to offconv (``demangle_here`` and
-    ``no_demangle``: parsers.demangle)."""
+    raises OffconvError with perf's own first message when it failed; it returns the
+    warnings to give (kernel_symbols_note). The stream's ``mangled`` is True when perf left
+    the names to offconv (``demangle_here`` and ``no_demangle``: parsers.demangle);
+    ``kallsyms``: perf script --kallsyms."""
     if path == "-":
         raise OffconvError("-: perf.data on stdin is not supported: give its path")
     started = _STARTED.pop(os.path.abspath(path), None)
-    if started is not None and (demangle_here or "--no-demangle" not in started[0].args):
-        proc, err, out = started
+    if started is not None and (demangle_here or "--no-demangle" not in started[0].args) \
+            and _kallsyms_arg(kallsyms) == _kallsyms_arg(started[3]):
+        proc, err, out, _ = started
         perf = proc.args[0]
     else:
         if started is not None:
@@ -42,10 +44,11 @@ def convert(path: str, demangle_here: bool = True):
         if perf is None:
             raise OffconvError(f"{path}: is perf.data, but 'perf' is not on PATH to convert it "
                                "(install linux-perf, or run 'perf script -i FILE > FILE.txt')")
-        proc, err, out = _start(perf, path, demangle_here)
+        proc, err, out = _start(perf, path, demangle_here, kallsyms=kallsyms)
     stream = Follow(proc, out, err)
     if FIELDS[1] in proc.args:  # a perf that refuses the field list: its default fields
-        stream.fallback = lambda: _start(perf, path, "--no-demangle" in proc.args, fields=False)
+        stream.fallback = lambda: _start(perf, path, "--no-demangle" in proc.args, fields=False,
+                                         kallsyms=kallsyms)
     stream.mangled = "--no-demangle" in proc.args
 
     def finish() -> None:
@@ -57,6 +60,8 @@ def convert(path: str, demangle_here: bool = True):
         err.close()
         if rc != 0:
             raise OffconvError(f"{path}: perf script failed: {_first_message(text, rc)}")
+        note = kernel_symbols_note(path, text, perf, kallsyms)
+        return [note] if note else []
 
     return stream, finish
 
@@ -71,13 +76,51 @@ def convert(path: str, demangle_here: bool = True):
 FIELDS = ("-F", "-symoff")
 
 
-def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True):
+def kernel_symbols_note(path: str, stderr: str, perf: str, kallsyms: Optional[str]) -> Optional[str]:
+    """The warning to give when perf found no kernel symbols for the recording (perf.data of
+    another kernel build, converted without its kallsyms or vmlinux: every kernel frame is
+    ``[unknown]``, and the off-CPU causes are read from kernel frames), else None."""
+    import re
+    m = re.search(r"No kallsyms or vmlinux with build-id ([0-9a-f]+) was found", stderr)
+    if m is None:
+        return None
+    import platform
+    recorded, here = _os_release(perf, path), platform.release()
+    where = (f"it was recorded on kernel {recorded}, this machine runs {here}"
+             if recorded and recorded != here else
+             f"its kernel (build-id {m.group(1)[:12]}) is not the one running here")
+    given = f" ({kallsyms} did not match it)" if kallsyms else ""
+    return (f"{path}: perf found no kernel symbols for this recording{given}: its kernel "
+            f"frames are [unknown], so what blocked threads waited in cannot be read; {where}: "
+            "convert it where it was recorded (offconv or perf script there), or give that "
+            "machine's /proc/kallsyms, saved while it ran that kernel, with --kallsyms FILE")
+
+
+def _os_release(perf: str, path: str) -> Optional[str]:
+    """The recording's kernel release (its header's os release), None if perf does not say."""
+    try:
+        out = subprocess.run([perf, "report", "--header-only", "-i", path], capture_output=True,
+                             text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        if line.startswith("# os release"):
+            return line.partition(":")[2].strip() or None
+    return None
+
+
+def _kallsyms_arg(kallsyms: Optional[str]) -> list:
+    return [f"--kallsyms={os.path.abspath(kallsyms)}"] if kallsyms else []
+
+
+def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True,
+           kallsyms: Optional[str] = None):
     # stderr to a file, not a pipe: perf can print more warnings than a pipe holds; stdout
     # to an unlinked file that Follow reads as it grows (a second process can then parse
     # its end: offconv.parallel.follow_split)
     err = tempfile.TemporaryFile()
     out = tempfile.TemporaryFile()
-    args = [perf, "script", "-i", path]
+    args = [perf, "script", "-i", path, *_kallsyms_arg(kallsyms)]
     header = _samples_header(path)
     if header is not None:
         if fields:
@@ -349,18 +392,19 @@ def _fallocate():
     return _FALLOCATE[0]
 
 
-# absolute path -> (perf script process, its stderr file, its output file), see prestart
+# absolute path -> (perf script process, its stderr file, its output file, its kallsyms),
+# see prestart
 _STARTED: dict = {}
 
 
-def prestart(path: str, demangle_here: bool = True) -> None:
+def prestart(path: str, demangle_here: bool = True, kallsyms: Optional[str] = None) -> None:
     """Start the conversion of ``path`` now, before offconv asks for it (offconv.launch);
     convert() takes it over. One that is never taken over is killed at exit."""
     key = os.path.abspath(path)
     perf = shutil.which("perf")
     if perf is None or key in _STARTED:
         return
-    _STARTED[key] = _start(perf, path, demangle_here)
+    _STARTED[key] = (*_start(perf, path, demangle_here, kallsyms=kallsyms), kallsyms)
     if len(_STARTED) == 1:
         import atexit
         atexit.register(_stop_unused)
@@ -373,7 +417,7 @@ def _stop_unused() -> None:
 
 
 def _stop(started: tuple) -> None:
-    proc, err, out = started
+    proc, err, out, _ = started
     proc.kill()
     proc.wait()
     out.close()
