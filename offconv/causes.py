@@ -106,7 +106,10 @@ RULES = (
     ("poll/idle", "epoll", r"ep_poll|epoll_wait"),
     ("poll/idle", "poll", r"^(do_sys_poll|do_poll|poll_schedule_timeout)"),
     ("poll/idle", "select", r"^(do_select|core_sys_select)"),
-    ("poll/idle", "pipe", r"^(pipe_read|pipe_wait\w*)$"),
+    # either end of a pipe waits for the other (a reader for data, a writer for room): the
+    # peer's time is counted where it is spent. pipe_read/pipe_write are anon_pipe_* and
+    # fifo_pipe_* in recent kernels (6.18 here), the wait inlined (no pipe_wait_* frame)
+    ("poll/idle", "pipe", r"^((anon_|fifo_)?pipe_(read|write)|pipe_wait\w*)$"),
     ("poll/idle", "signal", r"^(do_sigtimedwait|sigsuspend|__x64_sys_pause|__do_sys_pause|"
      r"n_tty_read|inotify_read|eventfd_read)$"),
     ("child", "wait", r"^(do_wait|kernel_wait4?|__do_sys_wait4|__x64_sys_wait4|kernel_waitid)$"),

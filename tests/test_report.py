@@ -44,6 +44,13 @@ def k(*names):
     (k("__x64_sys_clock_nanosleep", "hrtimer_nanosleep", "do_nanosleep", "schedule"), "sleep"),
     (k("tcp_recvmsg", "sk_wait_data", "schedule_timeout", "schedule"), "network"),
     (k("rwsem_down_read_slowpath", "schedule"), "lock"),
+    # a pipe read or write (waiting for the other end): pipe_read on older kernels,
+    # anon_pipe_read / fifo_pipe_read on 6.18 (the wait inlined: no pipe_wait_readable
+    # frame), seen in `seq | sort -R | sort -n`
+    (k("ksys_read", "vfs_read", "pipe_read", "schedule", "__schedule"), "poll/idle"),
+    (k("ksys_read", "vfs_read", "anon_pipe_read", "schedule", "__schedule"), "poll/idle"),
+    (k("ksys_read", "vfs_read", "fifo_pipe_read", "schedule", "__schedule"), "poll/idle"),
+    (k("ksys_write", "vfs_write", "anon_pipe_write", "schedule", "__schedule"), "poll/idle"),
     (k("mystery", "schedule"), "other"),
     ((Frame("main", "/bin/x"),), "other"),
 ])
