@@ -146,6 +146,45 @@ def shallow_file(size: str = "100M") -> Path | None:
     return out
 
 
+def build_sched_file(size: str = "100M", seconds: int = 14) -> Path | None:
+    """The sched shape of a parallel build, recorded once per machine with
+    scripts/record.sh -a (sched_switch, sched_wakeup, sched_wakeup_new, -g): ``make -j3``
+    over 300 small C files in a loop, ``find /usr/share | xargs grep`` and ``seq | sort -R |
+    sort -n`` loops, grown to ``size`` with --shift-pids. Thousands of short-lived
+    processes: twice the events per byte of sched.txt.xz, and most headers and callchains
+    new (a cache of header text without its timestamp would hit 30% of its events, 91% of
+    sched.txt's). Held out in the tenth round, then made a row. None without gcc, make,
+    perf and root."""
+    d = CACHE / "build-sched"
+    txt = d / "build-sched.txt"
+    if not txt.exists():
+        if any(shutil.which(p) is None for p in ("perf", "gcc", "make")) or os.geteuid() != 0:
+            return None
+        (d / "src").mkdir(parents=True, exist_ok=True)
+        for i in range(1, 301):
+            (d / "src" / f"f{i}.c").write_text(
+                f"int f{i}(int x){{int s=0;for(int k=0;k<x;k++)s+=k*{i}^(s>>3);return s;}}\n")
+        (d / "Makefile").write_text("all: $(patsubst src/%.c,obj/%.o,$(wildcard src/*.c))\n"
+                                    "obj/%.o: src/%.c\n\t@mkdir -p obj && gcc -O1 -c $< -o $@\n")
+        loop = f"end=$(( $(date +%s) + {seconds + 2} )); while [ \"$(date +%s)\" -lt $end ]; do"
+        work = subprocess.Popen(["sh", "-c",
+                                 f"cd {d}; ({loop} rm -rf obj; make -s -j3 >/dev/null 2>&1; done) & "
+                                 f"({loop} find /usr/share -type f -name '*.txt' 2>/dev/null | head -2000 "
+                                 f"| xargs grep -l zzz_none >/dev/null 2>&1; done) & "
+                                 f"({loop} seq 1 300000 | sort -R | sort -n >/dev/null; done) & wait"])
+        try:
+            time.sleep(1)
+            subprocess.run(["bash", str(ROOT / "scripts" / "record.sh"), "-a", "-d", str(seconds), "-o",
+                            str(txt)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        finally:
+            work.wait()
+    out = CACHE / f"build-sched-{size}.txt"
+    if not out.exists():
+        subprocess.run([sys.executable, str(SHARED_BENCH / "replicate_perf_script.py"), str(txt), size,
+                        "--shift-pids", "-o", str(out)], check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
 def _java_workload(n: int = 1500) -> str:
     """A Java program of ``n`` small static methods that call one another along paths the
     data picks (so the JIT compiles hundreds of them, inlined in varied ways), plus some

@@ -15,7 +15,8 @@ repository):
   or grown to 100 MB: JIT-compiled methods named from /tmp/perf-PID.map, the JIT's own threads;
 - jit: synthetic -- cpu.txt with its user frames renamed copy by copy to JIT-style names in
   /tmp/perf-PID.map (hundreds of thousands of distinct symbols);
-- sched: shared/bench/inputs/sched.txt.xz grown to 100 MB with --shift-pids;
+- sched: shared/bench/inputs/sched.txt.xz grown to 100 MB with --shift-pids; and the sched
+  events of a parallel build recorded here (scripts/record.sh -a, 14 s), grown the same way;
 - wide: cpu.txt x5 (--shift-pids) collapsed with --tid: a folded file of ~68k unique stacks;
 - perf.data: shared/bench/workloads/record_cpu.sh (20 s, -F 999 -g -a), recorded once; the
   java recording's perf.data; javac compiling java's Work.java in a loop plus a gcc loop
@@ -45,7 +46,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (CACHE, ROOT, SHARED_BENCH, input_file, java_file, javac_data, jit_file,  # noqa: E402
+from _common import (CACHE, ROOT, SHARED_BENCH, build_sched_file, input_file, java_file, javac_data, jit_file,  # noqa: E402
                      nocallchain_data, nocallchain_text, offconv_cmd, program, shallow_file,
                      small_data, timed)
 
@@ -194,6 +195,16 @@ def main() -> int:
                     perl(sc, path), [path])
         rows.append(("off-CPU folded over 100 MB of sched events", r, "stackcollapse-perf.pl (it only counts)", "≤ 0.5",
                      f"{path.stat().st_size / 1e6 / r['ours']:.0f} MB/s"))
+        path = build_sched_file()
+        if path is None:
+            rows.append(("off-CPU folded, 100 MB of sched events of a parallel build", None,
+                         "stackcollapse-perf.pl (it only counts)", "≤ 0.5", "not recordable here"))
+        else:
+            r = measure(a.runs, offconv_cmd(str(path), "--mode", "offcpu", "--to", "folded", "-o", "/dev/null"),
+                        perl(sc, path), [path])
+            rows.append(("off-CPU folded over 100 MB of sched events of a parallel build (recorded, "
+                         "`record.sh -a`)", r, "stackcollapse-perf.pl (it only counts)", "≤ 0.5",
+                         f"{path.stat().st_size / 1e6 / r['ours']:.0f} MB/s"))
 
     if "svg" in only:
         folded = wide_folded()

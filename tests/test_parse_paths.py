@@ -82,3 +82,36 @@ def test_source_views_agree_with_the_text(tmp_path, text):
     assert [l for _, l in Source(str(p)).lines()] == want
     for lineno, block in Source(str(p)).blocks():
         assert want[lineno - 1: lineno - 1 + block.count("\n") + 1] == block.split("\n")
+
+
+SCHED = sorted(p for p in FIX.glob("recorded/**/*.perf-script*.txt*") if "nocallchain" not in str(p))
+
+
+@pytest.mark.parametrize("window,heads", [(4, 3), (4096, 1 << 14), (2, 1 << 14)],
+                         ids=["tiny", "default", "skipping"])
+def test_the_sched_header_cache_changes_no_record(monkeypatch, window, heads):
+    """parse_blocks keeps sched event headers without their timestamps (_SCHED_HEADS, cleared
+    when full), and parses without them for a while where they miss (_SCHED_WINDOW): every
+    record the same as parse's, on every recording, whatever the sizes."""
+    from offconv.parsers import perf_script
+    monkeypatch.setattr(perf_script, "_SCHED_WINDOW", window)
+    monkeypatch.setattr(perf_script, "_SCHED_HEADS", heads)
+    assert len(SCHED) >= 30
+    for path in SCHED[::3]:
+        a, b = both(path)
+        assert a == b, path
+
+
+def test_a_cached_sched_header_takes_each_events_time(tmp_path):
+    sw = ("prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 "
+          "next_prio=120")
+    text = (f"a 1 [000] 1.000001: sched:sched_switch: {sw}\n\tff f (b)\n\n"
+            f"a 1 [000] 2.5: sched:sched_switch: {sw}\n\tff f (b)\n\n"
+            # a second "timestamp" that the header regex may read instead: never cached as one
+            f"a 7 [000] 3.25: 4.5: sched:sched_switch: {sw}\n\n"
+            f"a 7 [000] 3.25: 9.5: sched:sched_switch: {sw}\n\n")
+    p = tmp_path / "s.txt"
+    p.write_text(text)
+    a, b = both(p)
+    assert a == b
+    assert [e.time_ns for e in b][:2] == [1_000_001_000, 2_500_000_000]

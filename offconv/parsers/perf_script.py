@@ -477,20 +477,47 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
     budget = _STACKS_BUDGET
     heads: dict = {}  # header without its timestamp -> (header tuple, its Task)
     heads_get = heads.get
+    scheds: dict = {}  # a sched event's header without its timestamp -> its fields but time
+    scheds_get = scheds.get
+    looked = hits = 0  # sched headers looked up in this window of _SCHED_WINDOW, found
+    skip = 0           # sched headers still to parse without the cache (it missed too often)
     ts_search = _TS.search
     for lineno, block in blocks:
         header, _, body = block.partition("\n")
-        # the header without its timestamp repeats (same thread, event, period): parse once
-        tm = ts_search(header) if header[0] not in " \t#" and "sched" not in header else None
-        task = None
+        # the header without its timestamp repeats (same thread, event, period; a sched
+        # event's same tasks and states): parse once
+        if header[0] in " \t#":
+            tm = None
+        elif skip and "sched" in header:
+            tm = None
+            skip -= 1
+        else:
+            tm = ts_search(header)
+        task = proto = h = skey = None
         if tm is not None:
             key = (header[:tm.start()], header[tm.end():])
-            hit = heads_get(key)
-            if hit is None:
-                hit = _header_entry(header, tm, heads, key)
-            if hit is not None:
-                h, task = hit
-        if task is None:
+            if "sched" in key[1]:
+                proto = scheds_get(key)
+                looked += 1
+                if proto is None:
+                    h = _sched_header(header, tm)   # parse_header's, or None
+                    if h is not None:
+                        skey = key                  # cached once its event is made
+                else:
+                    hits += 1
+                if looked == _SCHED_WINDOW:
+                    # a lookup and an entry cost about half what a hit saves: where most
+                    # headers are new (short-lived tasks), parse without it for a while
+                    if hits < _SCHED_WINDOW * 2 // 5:
+                        skip = _SCHED_WINDOW * 4
+                    looked = hits = 0
+            else:
+                hit = heads_get(key)
+                if hit is None:
+                    hit = _header_entry(header, tm, heads, key)
+                if hit is not None:
+                    h, task = hit
+        if task is None and proto is None and h is None:
             h = None if header[0] in " \t#" else parse_header(header)
             if h is None or (h[7] and h[6] not in SCHED_EVENTS and _FRAME_LIKE.match(h[7])):
                 yield from parse(enumerate(block.split("\n"), lineno), path, opts, stats)
@@ -518,13 +545,24 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
                     continue
                 g = _new_frame(leaf, addrs, demangle, frames, names)
             stack = stack + g if stack else g
-        if task is not None:  # a plain sample whose header came from the cache
+        if proto is not None:  # a sched event whose header came from the cache
+            frac = tm.group(2)
+            kind, cpu, ht, event, prev, state, nxt, target, new = proto
+            yield SchedEvent(kind, int(tm.group(1)) * 1_000_000_000 + int((frac + "000000000")[:9]),
+                             cpu, ht, stack, event, prev, state, nxt, target, new, lineno)
+        elif task is not None:  # a plain sample whose header came from the cache
             frac = tm.group(2)
             yield Sample(stack, h[5], SAMPLES, task,
                          int(tm.group(1)) * 1_000_000_000 + int((frac + "000000000")[:9]),
                          h[3], h[6], ONCPU, None, lineno)
         elif h[6] in SCHED_EVENTS:
-            yield _sched_event(h, stack, lineno, path, header)
+            e = _sched_event(h, stack, lineno, path, header)
+            if skey is not None:
+                if len(scheds) >= _SCHED_HEADS:   # full: start again with those met from now on
+                    scheds.clear()
+                scheds[skey] = (e.kind, e.cpu, e.task, e.event, e.prev, e.prev_state, e.next,
+                               e.target, e.new)
+            yield e
         elif h[6] == OFFCPU_EVENT:
             yield _offcpu_sample(h, stack, lineno)
         else:
@@ -532,6 +570,11 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
                          None, lineno)
 
 
+# sched event headers (without their timestamps) parse_blocks keeps: the same tasks
+# switching on the same CPU repeat (91% of sched.txt's events; 30% of a parallel build's,
+# most of its tasks short-lived); when full, it starts again
+_SCHED_HEADS = 1 << 14
+_SCHED_WINDOW = 4096
 # characters of callchain text parse_blocks keeps as cache keys (a sched_switch callchain is
 # about 2 KB; 4M keeps the 1 GB sched benchmark under 100 MiB); when full, it starts again
 _STACKS_BUDGET = 4 << 20
@@ -554,6 +597,20 @@ def _header_entry(header: str, tm, heads: dict, key: tuple) -> Optional[tuple]:
     if len(heads) < _HEADS:
         heads[key] = hit
     return hit
+
+
+def _sched_header(header: str, tm) -> Optional[tuple]:
+    """parse_header's tuple for a header whose timestamp is the one ``tm`` found, by the
+    same regex (so that any other timestamp in its place parses the same way: the header
+    may be cached without it); None for any other header (parse_header reads it)."""
+    m = _FAST.match(header)
+    if m is None or m.start(5) != tm.start(1) or m.end(6) != tm.end(2):
+        return None
+    comm, pid, tid, cpu, sec, frac, period, event, payload = m.groups()
+    return (comm, int(pid) if pid is not None else None, int(tid),
+            int(cpu) if cpu is not None else None,
+            int(sec) * 1_000_000_000 + int((frac + "000000000")[:9]),
+            int(period) if period else 1, event, payload)
 
 
 def _body_stack(body: str, addrs: bool, frames: dict, demangle: bool = False,
