@@ -48,22 +48,48 @@ def input_file(base: str, size: str | None = None, shift_pids: bool = False) -> 
     return out
 
 
+# Runs a command and writes "wall_seconds maxrss_kib status" to the fd given first. The command is forked
+# from this small process, not from the benchmark's: Linux carries the peak RSS of the
+# memory a process was forked (or vfork'd) from into its ru_maxrss across exec, so every
+# command started by a benchmark process that had once grown (building the JIT-like input
+# in memory: 323 MiB) reported at least that much.
+_LAUNCH = ("import os,sys,time\n"
+           "t=time.perf_counter();pid=os.fork()\n"
+           "if pid==0:\n"
+           "    try: os.execvp(sys.argv[2],sys.argv[2:])\n"
+           "    finally: os._exit(127)\n"
+           "_,st,ru=os.wait4(pid,0);w=time.perf_counter()-t\n"
+           "os.write(int(sys.argv[1]),f'{w} {ru.ru_maxrss} {os.waitstatus_to_exitcode(st)}'.encode())\n")
+
+
 def timed(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int]:
-    """(wall seconds, peak RSS in KiB) of one run of cmd; fails loudly on a non-zero exit."""
+    """(wall seconds, peak RSS in KiB) of one run of cmd, measured by a small launcher
+    (_LAUNCH) from its fork to its wait; fails loudly on a non-zero exit."""
     # the checkout's offconv, whether or not it is installed
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     import tempfile
+    r, w = os.pipe()
     with tempfile.TemporaryFile() as errf:  # not a pipe: a chatty anchor would fill it and hang
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=stdout, stderr=errf, env=env)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
+        p = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCH, str(w), *cmd], stdout=stdout,
+                             stderr=errf, env=env, pass_fds=(w,))
+        os.close(w)
+        report = b""
+        while True:
+            part = os.read(r, 4096)
+            if not part:
+                break
+            report += part
+        os.close(r)
+        p.wait()
         errf.seek(0)
         err = errf.read()[-4000:].decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
+    try:
+        wall, rss, code = report.decode().split()
+    except ValueError:
+        raise SystemExit(f"benchmark launcher failed: {' '.join(cmd)}\n{err}") from None
+    if int(code) != 0:
         raise SystemExit(f"benchmark command failed ({code}): {' '.join(cmd)}\n{err}")
-    return wall, ru.ru_maxrss
+    return float(wall), int(rss)
 
 
 def best_of(n: int, cmd: list[str]) -> tuple[float, int]:
