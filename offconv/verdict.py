@@ -359,8 +359,8 @@ def _runq_text(d: Decision) -> str:
     return (f"run queue {d.runq_share:.0%}, p99 {human_us(d.runq_p99_us)}{idle}")
 
 
-# the share of the workload's blocked time with unresolved kernel frames from which the
-# verdict says that its causes were read from the wake-ups alone
+# the share of the recording's blocked time with unresolved kernel frames from which the
+# verdict says that its answer rests on the wake-ups alone
 UNRESOLVED_NOTE_SHARE = 0.2
 RESOLVE = "perf script where it was recorded, or --kallsyms with that machine's /proc/kallsyms"
 

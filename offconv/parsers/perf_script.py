@@ -76,11 +76,7 @@ def parse_header(line: str) -> Optional[tuple]:
     payload) -- a plain tuple for speed; None when the line is not a header."""
     m = _FAST.match(line)
     if m is not None:  # the common shape, in one regex
-        comm, pid, tid, cpu, sec, frac, period, event, payload = m.groups()
-        return (comm, int(pid) if pid is not None else None, int(tid),
-                int(cpu) if cpu is not None else None,
-                int(sec) * 1_000_000_000 + int((frac + "000000000")[:9]),
-                int(period) if period else 1, event, payload)
+        return _fast_tuple(m)
     m = _TIME.search(line)
     if m is not None:
         who = line[:m.start()].rstrip()
@@ -500,7 +496,7 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
                 proto = scheds_get(key)
                 looked += 1
                 if proto is None:
-                    h = _sched_header(header, tm)   # parse_header's, or None
+                    h = _header_at(header, tm)      # parse_header's, or None
                     if h is not None:
                         skey = key                  # cached once its event is made
                 else:
@@ -587,10 +583,9 @@ def _header_entry(header: str, tm, heads: dict, key: tuple) -> Optional[tuple]:
     """(parse_header's tuple, Task) for a plain on-CPU sample header whose timestamp is the
     one ``tm`` found (so that any other timestamp in its place parses the same way: the
     regex treats every run of digits alike), cached under ``key``; None otherwise."""
-    m = _FAST.match(header)
-    if m is None or m.start(5) != tm.start(1) or m.end(6) != tm.end(2):
+    h = _header_at(header, tm)
+    if h is None:
         return None
-    h = parse_header(header)
     if h[6] in SCHED_EVENTS or h[6] == OFFCPU_EVENT or (h[7] and _FRAME_LIKE.match(h[7])):
         return None
     hit = (h, Task(h[0], h[1], h[2]))
@@ -599,13 +594,18 @@ def _header_entry(header: str, tm, heads: dict, key: tuple) -> Optional[tuple]:
     return hit
 
 
-def _sched_header(header: str, tm) -> Optional[tuple]:
+def _header_at(header: str, tm) -> Optional[tuple]:
     """parse_header's tuple for a header whose timestamp is the one ``tm`` found, by the
     same regex (so that any other timestamp in its place parses the same way: the header
     may be cached without it); None for any other header (parse_header reads it)."""
     m = _FAST.match(header)
     if m is None or m.start(5) != tm.start(1) or m.end(6) != tm.end(2):
         return None
+    return _fast_tuple(m)
+
+
+def _fast_tuple(m) -> tuple:
+    """parse_header's tuple from a match of _FAST."""
     comm, pid, tid, cpu, sec, frac, period, event, payload = m.groups()
     return (comm, int(pid) if pid is not None else None, int(tid),
             int(cpu) if cpu is not None else None,
