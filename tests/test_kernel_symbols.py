@@ -167,7 +167,7 @@ def test_perf_finding_no_kernel_symbols_is_said_first(sched_data, tmp_path):
     assert first.startswith(f"{sched_data}: perf found no kernel symbols for this recording")
     assert "--kallsyms FILE" in first and "convert it where it was recorded" in first
     assert r.stderr.splitlines()[0] == f"offconv: {first}"
-    assert d["verdict"]["blocked_unresolved_share"] > 0.9
+    assert d["verdict"]["blocked_unresolved_share"] > 0.5   # system-wide: what the background blocks in varies
     # the real perf names them: no warning, and the sleeps are sleeps (nanosleep's frames);
     # unresolved, no cause that needs a kernel frame
     ok = json.loads(run("report", "--json", sched_data).stdout)
