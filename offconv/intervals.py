@@ -139,7 +139,7 @@ def _probe(events: Iterable) -> tuple[bool, Iterator]:
 
 def intervals(events: Iterable, path: str, lenient: bool = False,
               stats: Optional[dict] = None, include_open: bool = False,
-              system_wide: bool = False) -> Iterator:
+              system_wide: bool = False, tail=None) -> Iterator:
     """Turn the SchedEvents of one input (file order) into Period and OnCpu records.
 
     Non-sched records (``Sample``) are skipped and counted in ``stats["samples"]`` (in
@@ -147,7 +147,9 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
     Counts go into ``stats`` (reasons: ``inferred_switch_in``, ``no_wakeup``,
     ``no_switch_in``, ``open``, ``open_oncpu``, ``missing_switch_out``,
     ``out_of_order``, ``per_process_unmeasured``; ``threads``: tid -> ThreadCounts). Events going
-    back in time raise ParseError unless ``lenient`` (then they are skipped)."""
+    back in time raise ParseError unless ``lenient`` (then they are skipped). ``tail``: the
+    second part of the input, worked out by another process (sched_split.Tail): joined
+    after this part's last event, before the end."""
     if stats is None:
         stats = {}
     stats.setdefault("threads", {})
@@ -158,6 +160,15 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
     if per_process:
         stats["per_process"] = 1
     machine = _Machine(path, lenient, stats, per_process)
+    yield from run(machine, events)
+    if tail is not None:  # the second part of a split input (offconv.sched_split)
+        yield from tail.join(machine)
+    yield from machine.finish(include_open)
+
+
+def run(machine: "_Machine", events: Iterable) -> Iterator:
+    """``machine.step`` over ``events``; other records are counted in its stats."""
+    stats = machine.stats
     for ev in events:
         if not isinstance(ev, SchedEvent):
             # the scheduler's other tracepoints (perf sched record's sched_stat_runtime,
@@ -166,7 +177,6 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
             _count(stats, "sched_other" if other else "samples")
             continue
         yield from machine.step(ev)
-    yield from machine.finish(include_open)
 
 
 class _Machine:
@@ -222,13 +232,21 @@ class _Machine:
     def _switch_out(self, ev: SchedEvent, prev: Task, t: int) -> Iterator:
         key = _key(prev, ev.cpu)
         st = self.threads.get(key)
+        yield from self._run_ended(st, prev, key, ev.cpu, t)
+        self._off(ev, prev, key, t, st is not None and st.dead)
+
+    def _run_ended(self, st: Optional[_Thread], prev: Task, key, cpu, t: int) -> Iterator:
+        """What a switch-out of ``prev`` ends: its time on CPU, or an off-CPU period whose
+        switch-in was not recorded."""
         if prev.tid:
             _thread_counts(self.stats, prev.tid).switches += 1
         if st is not None and st.phase != ON:
-            yield from self._missed_switch_in(st, key, ev.cpu, t)
+            yield from self._missed_switch_in(st, key, cpu, t)
         elif st is not None:
             yield OnCpu(prev if prev.pid is not None else (st.task or prev), st.start, t)
-        dead = st is not None and st.dead
+
+    def _off(self, ev: SchedEvent, prev: Task, key, t: int, dead: bool) -> None:
+        """What a switch-out of ``prev`` starts: an off-CPU period, or its end."""
         if dead or is_dead(ev.prev_state):
             self.threads.pop(key, None)
             if prev.tid:
@@ -364,3 +382,201 @@ class _Machine:
         self.stats["sched_wakeup_events"] = self.wakeups_not_waking
         self.stats["first_ns"] = self.first_ns
         self.stats["last_ns"] = self.last_ns
+
+
+# -- one input over two processes (offconv.sched_split) ---------------------------------
+# what the second part leaves to the first part's machine, in file order
+OP_OUT, OP_HANDOVER, OP_IN, OP_WAKE, OP_EXIT, OP_SEEN, OP_MISSED = range(7)
+
+
+class TailMachine(_Machine):
+    """The second part of an input cut in two, in the process that reads it: the threads'
+    and CPUs' states at the cut are the first part's, unknown here.
+
+    A thread's state is this part's own from its first switch-out here on (the key is
+    ``owned``): the switch-out sets every field of it (a thread marked dead before is
+    checked by the first part), or from its creation here (sched_wakeup_new before any
+    other event of it here: the first part is checked to have no such thread). Until
+    then, every event of that thread goes to ``ops``,
+    which the first part's machine replays on its own state after its last event (``join``):
+    its switch-in, wakeup, exit, and what its first switch-out here ends (its time on CPU, or
+    its off-CPU period if the switch-in was lost). An exit among them leaves the thread to
+    the first part for the rest of the input (its later switch-out may end it as dead). A
+    CPU's previous switch is known here after its first switch in this part: before, an
+    inferred switch-in reads the first part's (``OP_MISSED``)."""
+
+    def __init__(self, path: str, lenient: bool, stats: dict):
+        super().__init__(path, lenient, stats, per_process=False)
+        for key in ("threads", "parents", "exits", "by_tid"):
+            stats.setdefault(key, {})
+        stats.setdefault("command", set())
+        self.owned: set = set()
+        self.born: set = set()     # owned from a sched_wakeup_new
+        self.touched: set = set()  # keys with ops
+        self.left: set = set()     # keys with an exit in ops: the first part's to the end
+        self.ops: list = []
+
+    def _cpu_state(self, cpu) -> Optional[tuple]:
+        if cpu is None or cpu not in self.cpu_last:
+            return None
+        return self.cpu_last[cpu], self.cpu_idle.get(cpu, False)
+
+    def _seen_running(self, task: Task, t: int) -> Iterator:
+        if task.tid in self.owned:
+            yield from super()._seen_running(task, t)
+        else:
+            self.ops.append((OP_SEEN, task, t))
+            self.touched.add(task.tid)
+
+    def _switch_out(self, ev: SchedEvent, prev: Task, t: int) -> Iterator:
+        key = _key(prev, ev.cpu)
+        if key in self.owned:
+            yield from super()._switch_out(ev, prev, t)
+            return
+        self.touched.add(key)
+        if key in self.left:
+            self.ops.append((OP_OUT, ev, prev, t, self._cpu_state(ev.cpu)))
+            return
+        self.ops.append((OP_HANDOVER, prev, key, ev.cpu, t, self._cpu_state(ev.cpu),
+                         is_dead(ev.prev_state)))
+        self.owned.add(key)
+        self._off(ev, prev, key, t, False)
+
+    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> Iterator:
+        if cpu is not None and cpu not in self.cpu_last:
+            self.ops.append((OP_MISSED, st, key, cpu, t))
+        else:
+            yield from super()._missed_switch_in(st, key, cpu, t)
+
+    def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> Iterator:
+        if key in self.owned:
+            yield from super()._switch_in(task, key, t, from_idle)
+        else:
+            self.ops.append((OP_IN, task, key, t, from_idle))
+            self.touched.add(key)
+
+    def _wakeup(self, ev: SchedEvent, t: int) -> Iterator:
+        if ev.target is None:
+            return
+        key = _key(ev.target, ev.cpu)
+        if key not in self.owned and ev.new and key not in self.touched:
+            self.owned.add(key)   # a thread created here
+            self.born.add(key)
+        if key in self.owned:
+            yield from super()._wakeup(ev, t)
+        else:
+            self.ops.append((OP_WAKE, ev, t))
+            self.touched.add(key)
+
+    def _exit(self, ev: SchedEvent) -> None:
+        key = _key(ev.target or ev.task, ev.cpu)
+        if key in self.owned:
+            super()._exit(ev)
+        else:
+            self.ops.append((OP_EXIT, ev))
+            self.left.add(key)
+            self.touched.add(key)
+
+    def part(self) -> dict:
+        """What the first part's machine needs to go on from this part's end."""
+        return {"ops": self.ops, "born": self.born, "threads": self.threads,
+                "cpu_last": self.cpu_last, "cpu_idle": self.cpu_idle, "stats": self.stats,
+                "wakeups": self.wakeups, "wakeups_not_waking": self.wakeups_not_waking,
+                "first_ns": self.first_ns, "last_ns": self.last_ns}
+
+
+def joins(machine: _Machine, part: dict) -> bool:
+    """Whether ``part`` (TailMachine.part) can follow ``machine``'s last event as it is:
+    no `perf record -p` recording, no event of the part before that one, no thread it
+    took over that the first part had marked dead (the part took it for alive), and none
+    it saw created that the first part still has."""
+    if machine.per_process:
+        return False
+    first = part["first_ns"]
+    if first is not None and machine.last_ns is not None and first < machine.last_ns:
+        return False
+    threads = machine.threads
+    for op in part["ops"]:
+        if op[0] == OP_HANDOVER and not op[6]:
+            st = threads.get(op[2])
+            if st is not None and st.dead:
+                return False
+    return not any(key in threads for key in part["born"])
+
+
+def join(machine: _Machine, part: dict) -> Iterator:
+    """The records ``part`` leaves to ``machine`` (its ops replayed in order, each with
+    the CPU's previous switch as it was then), and then its states and counts taken over:
+    as if ``machine`` had read the part's events itself. Call ``joins`` first."""
+    last, idle = dict(machine.cpu_last), dict(machine.cpu_idle)
+
+    def cpu_then(cpu, state) -> None:
+        if state is None:   # no switch on that CPU in the part before this op
+            state = (last[cpu], idle.get(cpu, False)) if cpu in last else None
+        if state is None:
+            machine.cpu_last.pop(cpu, None)
+            machine.cpu_idle.pop(cpu, None)
+        else:
+            machine.cpu_last[cpu], machine.cpu_idle[cpu] = state
+
+    for op in part["ops"]:
+        kind = op[0]
+        if kind == OP_HANDOVER:   # the part goes on with this thread from here
+            _, prev, key, cpu, t, state, _ = op
+            cpu_then(cpu, state)
+            yield from machine._run_ended(machine.threads.pop(key, None), prev, key, cpu, t)
+        elif kind == OP_OUT:
+            _, ev, prev, t, state = op
+            cpu_then(ev.cpu, state)
+            yield from machine._switch_out(ev, prev, t)
+        elif kind == OP_IN:
+            yield from machine._switch_in(*op[1:])
+        elif kind == OP_WAKE:
+            yield from machine._wakeup(*op[1:])
+        elif kind == OP_EXIT:
+            machine._exit(op[1])
+        elif kind == OP_SEEN:
+            yield from machine._seen_running(*op[1:])
+        else:
+            _, st, key, cpu, t = op
+            cpu_then(cpu, None)
+            yield from machine._missed_switch_in(st, key, cpu, t)
+    machine.threads.update(part["threads"])
+    machine.cpu_last.update(last)
+    machine.cpu_idle.update(idle)
+    machine.cpu_last.update(part["cpu_last"])
+    machine.cpu_idle.update(part["cpu_idle"])
+    machine.wakeups += part["wakeups"]
+    machine.wakeups_not_waking += part["wakeups_not_waking"]
+    if part["last_ns"] is not None:
+        machine.first_ns = machine.first_ns if machine.first_ns is not None else part["first_ns"]
+        machine.last_ns = part["last_ns"]
+    merge_stats(machine.stats, part["stats"])
+
+
+def merge_stats(stats: dict, later: dict) -> None:
+    """Interval stats of a later part of the same input into ``stats``, in place: counts
+    add up, per-thread counts too, a thread's end is its latest, sets join."""
+    for key, value in later.items():
+        if key == "threads":
+            for tid, c in value.items():
+                row = _thread_counts(stats, tid)
+                row.switches += c.switches
+                row.inferred += c.inferred
+                row.no_wakeup += c.no_wakeup
+        elif key == "by_tid":
+            rows = stats.setdefault("by_tid", {})
+            for tid, counts in value.items():
+                row = rows.setdefault(tid, {})
+                for name, n in counts.items():
+                    row[name] = row.get(name, 0) + n
+        elif key == "exits":
+            exits = stats.setdefault("exits", {})
+            for tid, t in value.items():
+                exits[tid] = max(t, exits.get(tid, t))
+        elif key == "parents":
+            stats.setdefault("parents", {}).update(value)
+        elif key == "command":
+            stats.setdefault("command", set()).update(value)
+        else:
+            stats[key] = stats.get(key, 0) + value

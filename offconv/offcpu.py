@@ -331,15 +331,25 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
     are never taken for `perf record -p` recordings."""
     b = _Builder(opts)
     select = bool(opts.comm or opts.filter_pids)  # needs what the whole input shows
-    for path, events in inputs:
-        stats: dict = {"parents": {}}
-        b.analysis.live_parents = stats["parents"]   # filled as the events are read
-        recs = intervals(events, path, lenient=lenient, stats=stats,
-                         include_open=opts.include_open, system_wide=path in recorded)
-        if select:
-            recs = list(recs)
-            b.learn(recs)
-        for rec in recs:
-            b.feed(rec)
-        b.analysis.add_counts(stats)
+    inputs = list(inputs)
+    tails = [t for t in (getattr(events, "tail", None) for _, events in inputs) if t is not None]
+    try:
+        for path, events in inputs:
+            stats: dict = {"parents": {}}
+            b.analysis.live_parents = stats["parents"]   # filled as the events are read
+            tail = getattr(events, "tail", None)  # its second part in another process
+            recs = intervals(events, path, lenient=lenient, stats=stats,
+                             include_open=opts.include_open, system_wide=path in recorded,
+                             tail=tail)
+            if select:
+                recs = list(recs)
+                b.learn(recs)
+            for rec in recs:
+                b.feed(rec)
+            if tail is not None:
+                tail.merge_into(b)
+            b.analysis.add_counts(stats)
+    finally:
+        for t in tails:
+            t.stop()
     return b.profile()

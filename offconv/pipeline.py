@@ -185,6 +185,16 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
                 profile, sources[-1] = split
                 routes.add(SAMPLES)
                 continue
+        if agg.mode != ONCPU and len(routes | {SCHED}) == 1:
+            from . import sched_split
+            split = sched_split.prepare(path, src, fmt, replace(opts, aggregate=agg), stats,
+                                        peek, _route)
+            if split is not None:  # the off-CPU path over two processes
+                src.close()
+                sources[-1] = split.part1
+                routes.add(SCHED)
+                sched_inputs.append((path, split))
+                continue
         if fmt.parse_blocks is not None and src.mangled:
             route, records, src = _demangled_here_or_by_perf(src, fmt, opts, stats, agg.mode,
                                                              from_format, profile is None)

@@ -1,0 +1,151 @@
+"""One sched-event input over two processes, for a stack output (folded, SVG).
+
+The off-CPU path keeps state across events (every thread's open period, each CPU's last
+switch), so the second part cannot be read alone: a forked child reads the second part
+(cut at a blank line at ``SHARE`` of the file) with an ``intervals.TailMachine``, which
+takes each thread over from its first switch-out in that part and sets aside, in file
+order, what only the first part's state can decide (that thread's earlier events there;
+an inferred switch-in on a CPU not yet switched in that part). It sums the periods of the
+threads it took over as the serial path's builder sums them, and sends back those sums,
+what it set aside, and its threads' and counts' states at its end. This process reads the
+first part, replays what was set aside on its own state (``intervals.join``), takes the
+child's states over, and adds the child's sums to its own: the folded and SVG outputs (sums
+by stack, sorted by name) are then byte-identical to the serial path's (tests/
+test_sched_split.py checks it on every sched fixture, every input cut at every event).
+
+Where the child cannot be followed as it is (``intervals.joins``: a `perf record -p`
+recording, events going back in time across the cut, a thread the first part marked
+dead), or it failed (a parse error there: raised here with its line number), this process
+reads the second part itself, serially.
+
+Not split: outputs that need the per-thread analysis (report, hist), the order of the
+periods (--flamechart) or the whole input before the first period (--comm, -p, which
+select threads by their last name and their process); inputs other than plain perf
+script files; files under ``parallel.MIN_BYTES``.
+"""
+from __future__ import annotations
+
+import os
+from itertools import chain
+from dataclasses import replace
+from typing import Iterator, Optional
+
+from . import intervals, parallel
+from .model import OFFCPU_MODES
+from .source import Source, numbered_blocks
+
+# this process's share of the file: it also replays the child's leftovers, merges its sums
+# and writes the output; the child forks and pickles its result
+SHARE = 0.56
+
+
+def prepare(path: str, src: Source, fmt, opts, stats: dict, peek, route) -> Optional["Split"]:
+    """A Split of the sched input ``path`` (``src`` opened, ``fmt`` detected), or None
+    when it does not qualify or its route is not the sched events' (the caller then reads
+    ``src`` as usual). ``peek`` and ``route``: pipeline's."""
+    agg = opts.aggregate
+    if not parallel.enabled() or src.kind != "text" or path == "-" or src.mangled:
+        return None
+    if src.binary_format is not None or fmt.parse_blocks is None or fmt.sum_blocks is None:
+        return None
+    if agg.analyse or agg.timeline or not (agg.folded or agg.svg) or agg.comm or agg.filter_pids:
+        return None
+    if agg.mode not in OFFCPU_MODES and agg.mode != "auto":
+        return None
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return None
+    if size < parallel.MIN_BYTES:
+        return None
+    cut = parallel.cut_point(path, size, share=SHARE)
+    if cut is None:
+        return None
+    part1 = Source(path, span=(0, cut))
+    lists, decided, _ = peek(part1, fmt, opts, agg.mode)
+    if decided != "sched":
+        part1.close()
+        return None
+    blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in lists)
+    _, records = route(fmt.parse_blocks(blocks, path, opts.parse, stats), agg.mode)
+    mode = "offcpu" if agg.mode == "auto" else agg.mode
+    tail = Tail(path, fmt, (cut, size), opts.parse, replace(agg, mode=mode), part1, stats)
+    return Split(records, tail, part1)
+
+
+class Split:
+    """The first part's records (iterate it) and the second part's ``tail``."""
+
+    def __init__(self, records, tail: "Tail", part1: Source):
+        self._records = records
+        self.tail = tail
+        self.part1 = part1
+
+    def __iter__(self):
+        return iter(self._records)
+
+
+class Tail:
+    """The second part of a split input: a child at work on it from creation."""
+
+    def __init__(self, path: str, fmt, span: tuple, popts, agg, part1: Source, stats: dict):
+        self.path, self.fmt, self.span, self.popts = path, fmt, span, popts
+        self.part1 = part1
+        self.parse_stats = stats   # the input's parse stats (pipeline.load's)
+        self.lenient = popts.lenient
+        self.sums: dict = {}       # the child's builder sums, once joined
+        self.child = parallel._fork(_second_part, path, fmt, span, popts, agg)
+
+    def join(self, machine) -> Iterator:
+        """After the first part's last event (intervals.intervals): the child's part
+        joined to ``machine`` or, where it cannot be, read here."""
+        try:
+            result = self.child.result()
+        finally:
+            self.child.stop()
+        second_line = self.part1.next_lineno
+        if result is not None:
+            sums, part, stats, cut_line = parallel._shifted(result, second_line - 1)
+            if intervals.joins(machine, part):
+                yield from intervals.join(machine, part)
+                self.sums = sums
+                parallel._merge_stats(self.parse_stats, stats)
+                self.part1.cut_line = cut_line
+                return
+        # serially, here: the same records, errors and line numbers as one process's
+        src = Source(self.path, span=self.span, first_lineno=second_line)
+        blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in src.block_lists())
+        yield from intervals.run(machine, self.fmt.parse_blocks(blocks, self.path, self.popts,
+                                                                self.parse_stats))
+        self.part1.cut_line = src.cut_line
+
+    def merge_into(self, builder) -> None:
+        """The child's sums into ``builder``'s (offcpu._Builder.ns)."""
+        ns = builder.ns
+        for key, value in self.sums.items():
+            ns[key] = ns.get(key, 0) + value
+        self.sums = {}
+
+    def stop(self) -> None:
+        self.child.stop()
+
+
+def _second_part(path, fmt, span, popts, agg):
+    """In the child: (its builder's sums, TailMachine.part(), parse stats, the line cut
+    short at the end or None), or None when it failed (the parent reads the part itself,
+    to raise the same error with its line number)."""
+    from .offcpu import _Builder
+    try:
+        src = Source(path, span=span)
+        stats: dict = {}
+        blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in src.block_lists())
+        events = fmt.parse_blocks(blocks, path, popts, stats)
+        machine = intervals.TailMachine(path, popts.lenient, {})
+        builder = _Builder(agg)
+        feed = builder.feed
+        for rec in intervals.run(machine, events):
+            feed(rec)
+        return builder.ns, machine.part(), stats, src.cut_line
+    except BaseException:  # noqa: BLE001 - reported by the parent's own parse
+        return None
+
