@@ -123,7 +123,9 @@ def _thread_counts(stats: dict, tid: int) -> ThreadCounts:
     return row
 
 
-def _probe(events: Iterable) -> tuple[bool, Iterator]:
+def _probe(events: Iterable) -> tuple[bool, Iterator, Optional[tuple]]:
+    """(a `perf record -p` recording?, the events, and, when they ended before the probe
+    could decide, (how many records it read, its switches into idle))."""
     it = iter(events)
     head = []
     into_idle = 0
@@ -131,10 +133,36 @@ def _probe(events: Iterable) -> tuple[bool, Iterator]:
         head.append(ev)
         if isinstance(ev, SchedEvent):
             if ev.task.tid == 0 or (ev.kind == SWITCH and ev.prev.tid == 0):
-                return False, chain(head, it)
+                return False, chain(head, it), None
             if ev.kind == SWITCH and ev.next is not None and ev.next.tid == 0:
                 into_idle += 1
-    return into_idle >= PROBE_IDLE_SWITCHES, chain(head, it)
+    undecided = (len(head), into_idle) if len(head) < PROBE_EVENTS else None
+    return into_idle >= PROBE_IDLE_SWITCHES, chain(head, it), undecided
+
+
+def probe_marks(records: list) -> tuple:
+    """What _probe would see in ``records`` (the first PROBE_EVENTS of a later part): the
+    index of the first event of an idle task or None, and the indices of the switches
+    into idle before it."""
+    into = []
+    for i, ev in enumerate(records):
+        if isinstance(ev, SchedEvent):
+            if ev.task.tid == 0 or (ev.kind == SWITCH and ev.prev.tid == 0):
+                return i, into
+            if ev.kind == SWITCH and ev.next is not None and ev.next.tid == 0:
+                into.append(i)
+    return None, into
+
+
+def probe_on(undecided: tuple, marks: tuple) -> bool:
+    """_probe's answer over a first part that ended before it decided (``undecided``:
+    records read, switches into idle) and the next part (its ``probe_marks``)."""
+    n, into_idle = undecided
+    left = PROBE_EVENTS - n
+    idle_at, into = marks
+    if idle_at is not None and idle_at < left:
+        return False
+    return into_idle + sum(1 for i in into if i < left) >= PROBE_IDLE_SWITCHES
 
 
 def intervals(events: Iterable, path: str, lenient: bool = False,
@@ -156,7 +184,11 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
     stats.setdefault("parents", {})
     stats.setdefault("command", set())
     stats.setdefault("exits", {})   # tid -> when it ended (its last switch-out, or exit event)
-    per_process, events = (False, events) if system_wide else _probe(events)
+    per_process, undecided = False, None
+    if not system_wide:
+        per_process, events, undecided = _probe(events)
+        if undecided is not None and tail is not None:   # the probe goes on in the tail
+            per_process = tail.probe(undecided)
     if per_process:
         stats["per_process"] = 1
     machine = _Machine(path, lenient, stats, per_process)
@@ -415,6 +447,7 @@ class TailMachine(_Machine):
         self.touched: set = set()  # keys with ops
         self.left: set = set()     # keys with an exit in ops: the first part's to the end
         self.ops: list = []
+        self.marks: tuple = (None, [])  # probe_marks of the part's first records
 
     def _cpu_state(self, cpu) -> Optional[tuple]:
         if cpu is None or cpu not in self.cpu_last:
@@ -479,7 +512,7 @@ class TailMachine(_Machine):
 
     def part(self) -> dict:
         """What the first part's machine needs to go on from this part's end."""
-        return {"ops": self.ops, "born": self.born, "threads": self.threads,
+        return {"ops": self.ops, "born": self.born, "marks": self.marks, "threads": self.threads,
                 "cpu_last": self.cpu_last, "cpu_idle": self.cpu_idle, "stats": self.stats,
                 "wakeups": self.wakeups, "wakeups_not_waking": self.wakeups_not_waking,
                 "first_ns": self.first_ns, "last_ns": self.last_ns}

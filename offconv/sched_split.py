@@ -26,7 +26,7 @@ script files; files under ``parallel.MIN_BYTES``.
 from __future__ import annotations
 
 import os
-from itertools import chain
+from itertools import chain, islice
 from dataclasses import replace
 from typing import Iterator, Optional
 
@@ -95,14 +95,39 @@ class Tail:
         self.lenient = popts.lenient
         self.sums: dict = {}       # the child's builder sums, once joined
         self.child = parallel._fork(_second_part, path, fmt, span, popts, agg)
+        self._result = None
+        self._waited = False
+
+    def result(self):
+        """The child's result (None if it failed), waited for once."""
+        if not self._waited:
+            try:
+                self._result = self.child.result()
+            finally:
+                self.child.stop()
+            self._waited = True
+        return self._result
+
+    def probe(self, undecided: tuple) -> bool:
+        """Whether the input is a `perf record -p` recording, where the first part ended
+        before intervals._probe could decide: it goes on over this part's first records
+        (the child's marks, or this process's own parse of them if the child failed)."""
+        result = self.result()
+        if result is not None:
+            marks = result[1]["marks"]
+        else:
+            # (the first part was read to its end: its line numbers are known)
+            src = Source(self.path, span=self.span, first_lineno=self.part1.next_lineno)
+            blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in src.block_lists())
+            records = self.fmt.parse_blocks(blocks, self.path, self.popts, {})
+            marks = intervals.probe_marks(list(islice(records, intervals.PROBE_EVENTS)))
+            src.close()
+        return intervals.probe_on(undecided, marks)
 
     def join(self, machine) -> Iterator:
         """After the first part's last event (intervals.intervals): the child's part
         joined to ``machine`` or, where it cannot be, read here."""
-        try:
-            result = self.child.result()
-        finally:
-            self.child.stop()
+        result = self.result()
         second_line = self.part1.next_lineno
         if result is not None:
             sums, part, stats, cut_line = parallel._shifted(result, second_line - 1)
@@ -140,7 +165,11 @@ def _second_part(path, fmt, span, popts, agg):
         stats: dict = {}
         blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in src.block_lists())
         events = fmt.parse_blocks(blocks, path, popts, stats)
+        head = list(islice(events, intervals.PROBE_EVENTS))
+        events = chain(head, events)
         machine = intervals.TailMachine(path, popts.lenient, {})
+        machine.marks = intervals.probe_marks(head)
+        del head
         builder = _Builder(agg)
         feed = builder.feed
         for rec in intervals.run(machine, events):
