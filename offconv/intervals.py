@@ -167,7 +167,7 @@ def probe_on(undecided: tuple, marks: tuple) -> bool:
 
 def intervals(events: Iterable, path: str, lenient: bool = False,
               stats: Optional[dict] = None, include_open: bool = False,
-              system_wide: bool = False, tail=None) -> Iterator:
+              system_wide: bool = False, tail=None, oncpu: bool = True) -> Iterator:
     """Turn the SchedEvents of one input (file order) into Period and OnCpu records.
 
     Non-sched records (``Sample``) are skipped and counted in ``stats["samples"]`` (in
@@ -177,7 +177,40 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
     ``out_of_order``, ``per_process_unmeasured``; ``threads``: tid -> ThreadCounts). Events going
     back in time raise ParseError unless ``lenient`` (then they are skipped). ``tail``: the
     second part of the input, worked out by another process (sched_split.Tail): joined
-    after this part's last event, before the end."""
+    after this part's last event, before the end. ``oncpu``: False leaves OnCpu records
+    out (a stack output needs none)."""
+    out: list = []
+    machine, events = _machine(events, path, lenient, stats, system_wide, tail, out.append, oncpu)
+    step = machine.step
+    for ev in events:
+        if ev.__class__ is SchedEvent:
+            step(ev)
+            if out:
+                yield from out
+                out.clear()
+        else:
+            machine.other(ev)
+    if tail is not None:  # the second part of a split input (offconv.sched_split)
+        tail.join(machine)
+    machine.finish(include_open)
+    yield from out
+
+
+def drive(events: Iterable, path: str, emit, lenient: bool = False,
+          stats: Optional[dict] = None, include_open: bool = False,
+          system_wide: bool = False, tail=None, oncpu: bool = True) -> None:
+    """intervals(), each record handed to ``emit`` as it is made (no generator between
+    the machine and its consumer: the off-CPU path's fast way)."""
+    machine, events = _machine(events, path, lenient, stats, system_wide, tail, emit, oncpu)
+    run(machine, events)
+    if tail is not None:
+        tail.join(machine)
+    machine.finish(include_open)
+
+
+def _machine(events: Iterable, path: str, lenient: bool, stats: Optional[dict],
+             system_wide: bool, tail, emit, oncpu: bool) -> tuple:
+    """(the machine of one input, its events), after the `perf record -p` probe."""
     if stats is None:
         stats = {}
     stats.setdefault("threads", {})
@@ -191,28 +224,24 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
             per_process = tail.probe(undecided)
     if per_process:
         stats["per_process"] = 1
-    machine = _Machine(path, lenient, stats, per_process)
-    yield from run(machine, events)
-    if tail is not None:  # the second part of a split input (offconv.sched_split)
-        yield from tail.join(machine)
-    yield from machine.finish(include_open)
+    return _Machine(path, lenient, stats, per_process, emit, oncpu), events
 
 
-def run(machine: "_Machine", events: Iterable) -> Iterator:
+def run(machine: "_Machine", events: Iterable) -> None:
     """``machine.step`` over ``events``; other records are counted in its stats."""
-    stats = machine.stats
+    step = machine.step
     for ev in events:
-        if not isinstance(ev, SchedEvent):
-            # the scheduler's other tracepoints (perf sched record's sched_stat_runtime,
-            # sched_migrate_task, ...) apart from on-CPU samples
-            other = is_sched_tracepoint(getattr(ev, "event", None) or "")
-            _count(stats, "sched_other" if other else "samples")
-            continue
-        yield from machine.step(ev)
+        if ev.__class__ is SchedEvent:
+            step(ev)
+        else:
+            machine.other(ev)
 
 
 class _Machine:
-    def __init__(self, path: str, lenient: bool, stats: dict, per_process: bool):
+    def __init__(self, path: str, lenient: bool, stats: dict, per_process: bool,
+                 emit=None, oncpu: bool = True):
+        self.emit = emit        # called with each record made
+        self.oncpu = oncpu      # make OnCpu records
         self.path = path
         self.lenient = lenient
         self.stats = stats
@@ -225,7 +254,14 @@ class _Machine:
         self.last_ns: Optional[int] = None
         self.first_ns: Optional[int] = None
 
-    def step(self, ev: SchedEvent) -> Iterator:
+    def other(self, rec) -> None:
+        """A record other than a SchedEvent: counted (the scheduler's other tracepoints,
+        perf sched record's sched_stat_runtime, sched_migrate_task, ..., apart from on-CPU
+        samples)."""
+        other = is_sched_tracepoint(getattr(rec, "event", None) or "")
+        _count(self.stats, "sched_other" if other else "samples")
+
+    def step(self, ev: SchedEvent) -> None:
         t = ev.time_ns
         if self.last_ns is not None and t < self.last_ns:
             if not self.lenient:
@@ -237,45 +273,45 @@ class _Machine:
             self.first_ns = t
         self.last_ns = t
         if ev.cpu is None and ev.task.tid and not self.per_process:
-            yield from self._seen_running(ev.task, t)
+            self._seen_running(ev.task, t)
         if ev.kind == SWITCH:
-            yield from self._switch(ev, t)
+            self._switch(ev, t)
             self.cpu_last[ev.cpu] = t
             self.cpu_idle[ev.cpu] = ev.next is not None and ev.next.tid == 0
         elif ev.kind == WAKE:
             self.wakeups += 1
             if not ev.new and ev.event not in WAKING_EVENTS:
                 self.wakeups_not_waking += 1
-            yield from self._wakeup(ev, t)
+            self._wakeup(ev, t)
         elif ev.kind == EXIT:
             self._exit(ev)
 
     # -- switch -----------------------------------------------------------------
-    def _switch(self, ev: SchedEvent, t: int) -> Iterator:
+    def _switch(self, ev: SchedEvent, t: int) -> None:
         prev, nxt = ev.prev, ev.next
         if nxt is not None and nxt.comm == RECORDED_COMMAND and nxt.tid:
             self.stats["command"].add(nxt.tid)
         if prev is not None:
-            yield from self._switch_out(ev, prev, t)
+            self._switch_out(ev, prev, t)
         if nxt is not None and not (prev is not None and _key(prev, ev.cpu) == _key(nxt, ev.cpu)):
-            yield from self._switch_in(nxt, _key(nxt, ev.cpu), t,
+            self._switch_in(nxt, _key(nxt, ev.cpu), t,
                                        prev is not None and prev.tid == 0)
 
-    def _switch_out(self, ev: SchedEvent, prev: Task, t: int) -> Iterator:
+    def _switch_out(self, ev: SchedEvent, prev: Task, t: int) -> None:
         key = _key(prev, ev.cpu)
         st = self.threads.get(key)
-        yield from self._run_ended(st, prev, key, ev.cpu, t)
+        self._run_ended(st, prev, key, ev.cpu, t)
         self._off(ev, prev, key, t, st is not None and st.dead)
 
-    def _run_ended(self, st: Optional[_Thread], prev: Task, key, cpu, t: int) -> Iterator:
+    def _run_ended(self, st: Optional[_Thread], prev: Task, key, cpu, t: int) -> None:
         """What a switch-out of ``prev`` ends: its time on CPU, or an off-CPU period whose
         switch-in was not recorded."""
         if prev.tid:
             _thread_counts(self.stats, prev.tid).switches += 1
         if st is not None and st.phase != ON:
-            yield from self._missed_switch_in(st, key, cpu, t)
-        elif st is not None:
-            yield OnCpu(prev if prev.pid is not None else (st.task or prev), st.start, t)
+            self._missed_switch_in(st, key, cpu, t)
+        elif st is not None and self.oncpu:
+            self.emit(OnCpu(prev if prev.pid is not None else (st.task or prev), st.start, t))
 
     def _off(self, ev: SchedEvent, prev: Task, key, t: int, dead: bool) -> None:
         """What a switch-out of ``prev`` starts: an off-CPU period, or its end."""
@@ -291,14 +327,14 @@ class _Machine:
             # held back -- CFS bandwidth throttling (cgroup cpu.max, a container's limit)
             th.to_idle = True
 
-    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> Iterator:
+    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> None:
         """T is switched out while off-CPU: its switch-in was not recorded."""
         tin = self.cpu_last.get(cpu) if cpu is not None else None
         if self.per_process or tin is None:
             _count(self.stats, "per_process_unmeasured" if self.per_process else "no_switch_in",
                    tid=st.task.tid)
             if st.wake is not None:
-                yield st.period(None)     # its blocked part is known
+                self.emit(st.period(None))     # its blocked part is known
             return
         _count(self.stats, "inferred_switch_in", tid=st.task.tid)
         if st.task.tid:
@@ -310,10 +346,11 @@ class _Machine:
             # the CPU went idle at its switch-out and nothing ran there until it was
             # switched out again: it came back from idle at an unknown time
             p = replace(p, unknown_ns=t - tin)
-        yield p
-        yield OnCpu(st.task, tin, t)
+        self.emit(p)
+        if self.oncpu:
+            self.emit(OnCpu(st.task, tin, t))
 
-    def _seen_running(self, task: Task, t: int) -> Iterator:
+    def _seen_running(self, task: Task, t: int) -> None:
         """No cpu field (perf script -F without cpu): the previous switch on T's CPU is
         unknown, but an event whose header task is T shows T running: an off-CPU T was
         switched in by then (``inferred_from_task``; its run-queue part an upper bound)."""
@@ -322,17 +359,17 @@ class _Machine:
             return
         _count(self.stats, "inferred_from_task", tid=task.tid)
         _thread_counts(self.stats, task.tid).inferred += 1
-        yield st.period(t, inferred=True)
+        self.emit(st.period(t, inferred=True))
         on = self.threads[task.tid] = _Thread(ON, t, task=st.task or task)
         on.dead = st.dead
 
-    def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> Iterator:
+    def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> None:
         st = self.threads.get(key)
         if self.per_process:
             if st is not None and st.phase != ON:
                 _count(self.stats, "per_process_unmeasured", tid=task.tid)
                 if st.wake is not None:
-                    yield st.period(None)
+                    self.emit(st.period(None))
             self.threads.pop(key, None)
             return
         if st is None:
@@ -345,13 +382,13 @@ class _Machine:
                 _count(self.stats, "no_wakeup", tid=task.tid)
                 if task.tid:
                     _thread_counts(self.stats, task.tid).no_wakeup += 1
-            yield st.period(t, idle=from_idle)
+            self.emit(st.period(t, idle=from_idle))
         dead = st.dead
         self.threads[key] = _Thread(ON, t, task=task)
         self.threads[key].dead = dead
 
     # -- wakeup / exit ----------------------------------------------------------
-    def _wakeup(self, ev: SchedEvent, t: int) -> Iterator:
+    def _wakeup(self, ev: SchedEvent, t: int) -> None:
         target = ev.target
         if target is None:
             return
@@ -372,7 +409,7 @@ class _Machine:
         st.waker_stack = ev.stack
         if self.per_process:
             del self.threads[key]
-            yield st.period(None)
+            self.emit(st.period(None))
             return
         st.phase = RQ
 
@@ -390,7 +427,7 @@ class _Machine:
             del self.threads[key]
 
     # -- end of input -----------------------------------------------------------
-    def finish(self, include_open: bool) -> Iterator:
+    def finish(self, include_open: bool) -> None:
         end = self.last_ns
         for key in sorted(self.threads, key=_sort_key):
             st = self.threads[key]
@@ -401,12 +438,13 @@ class _Machine:
                 _count(self.stats, "open_oncpu" if st.phase == ON else "open",
                        tid=st.task.tid if st.task else None)
                 if st.phase != ON and st.wake is not None:
-                    yield st.period(None)     # woken, never switched in: blocked part known
+                    self.emit(st.period(None))     # woken, never switched in: blocked part known
                 continue
             if st.phase == ON:
-                yield OnCpu(st.task, st.start, end)
+                if self.oncpu:
+                    self.emit(OnCpu(st.task, st.start, end))
             else:
-                yield st.period(end)
+                self.emit(st.period(end))
         self.threads.clear()
         self.stats["wakeup_events"] = self.wakeups
         # sched_wakeup events: a trace of sched_waking alone (perf sched record) can miss
@@ -437,8 +475,8 @@ class TailMachine(_Machine):
     CPU's previous switch is known here after its first switch in this part: before, an
     inferred switch-in reads the first part's (``OP_MISSED``)."""
 
-    def __init__(self, path: str, lenient: bool, stats: dict):
-        super().__init__(path, lenient, stats, per_process=False)
+    def __init__(self, path: str, lenient: bool, stats: dict, emit=None, oncpu: bool = True):
+        super().__init__(path, lenient, stats, False, emit, oncpu)
         for key in ("threads", "parents", "exits", "by_tid"):
             stats.setdefault(key, {})
         stats.setdefault("command", set())
@@ -454,17 +492,17 @@ class TailMachine(_Machine):
             return None
         return self.cpu_last[cpu], self.cpu_idle.get(cpu, False)
 
-    def _seen_running(self, task: Task, t: int) -> Iterator:
+    def _seen_running(self, task: Task, t: int) -> None:
         if task.tid in self.owned:
-            yield from super()._seen_running(task, t)
+            super()._seen_running(task, t)
         else:
             self.ops.append((OP_SEEN, task, t))
             self.touched.add(task.tid)
 
-    def _switch_out(self, ev: SchedEvent, prev: Task, t: int) -> Iterator:
+    def _switch_out(self, ev: SchedEvent, prev: Task, t: int) -> None:
         key = _key(prev, ev.cpu)
         if key in self.owned:
-            yield from super()._switch_out(ev, prev, t)
+            super()._switch_out(ev, prev, t)
             return
         self.touched.add(key)
         if key in self.left:
@@ -475,20 +513,20 @@ class TailMachine(_Machine):
         self.owned.add(key)
         self._off(ev, prev, key, t, False)
 
-    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> Iterator:
+    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> None:
         if cpu is not None and cpu not in self.cpu_last:
             self.ops.append((OP_MISSED, st, key, cpu, t))
         else:
-            yield from super()._missed_switch_in(st, key, cpu, t)
+            super()._missed_switch_in(st, key, cpu, t)
 
-    def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> Iterator:
+    def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> None:
         if key in self.owned:
-            yield from super()._switch_in(task, key, t, from_idle)
+            super()._switch_in(task, key, t, from_idle)
         else:
             self.ops.append((OP_IN, task, key, t, from_idle))
             self.touched.add(key)
 
-    def _wakeup(self, ev: SchedEvent, t: int) -> Iterator:
+    def _wakeup(self, ev: SchedEvent, t: int) -> None:
         if ev.target is None:
             return
         key = _key(ev.target, ev.cpu)
@@ -496,7 +534,7 @@ class TailMachine(_Machine):
             self.owned.add(key)   # a thread created here
             self.born.add(key)
         if key in self.owned:
-            yield from super()._wakeup(ev, t)
+            super()._wakeup(ev, t)
         else:
             self.ops.append((OP_WAKE, ev, t))
             self.touched.add(key)
@@ -537,7 +575,7 @@ def joins(machine: _Machine, part: dict) -> bool:
     return not any(key in threads for key in part["born"])
 
 
-def join(machine: _Machine, part: dict) -> Iterator:
+def join(machine: _Machine, part: dict) -> None:
     """The records ``part`` leaves to ``machine`` (its ops replayed in order, each with
     the CPU's previous switch as it was then), and then its states and counts taken over:
     as if ``machine`` had read the part's events itself. Call ``joins`` first."""
@@ -557,23 +595,23 @@ def join(machine: _Machine, part: dict) -> Iterator:
         if kind == OP_HANDOVER:   # the part goes on with this thread from here
             _, prev, key, cpu, t, state, _ = op
             cpu_then(cpu, state)
-            yield from machine._run_ended(machine.threads.pop(key, None), prev, key, cpu, t)
+            machine._run_ended(machine.threads.pop(key, None), prev, key, cpu, t)
         elif kind == OP_OUT:
             _, ev, prev, t, state = op
             cpu_then(ev.cpu, state)
-            yield from machine._switch_out(ev, prev, t)
+            machine._switch_out(ev, prev, t)
         elif kind == OP_IN:
-            yield from machine._switch_in(*op[1:])
+            machine._switch_in(*op[1:])
         elif kind == OP_WAKE:
-            yield from machine._wakeup(*op[1:])
+            machine._wakeup(*op[1:])
         elif kind == OP_EXIT:
             machine._exit(op[1])
         elif kind == OP_SEEN:
-            yield from machine._seen_running(*op[1:])
+            machine._seen_running(*op[1:])
         else:
             _, st, key, cpu, t = op
             cpu_then(cpu, None)
-            yield from machine._missed_switch_in(st, key, cpu, t)
+            machine._missed_switch_in(st, key, cpu, t)
     machine.threads.update(part["threads"])
     machine.cpu_last.update(last)
     machine.cpu_idle.update(idle)

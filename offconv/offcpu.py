@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 
 from .analysis import Analysis
 from .errors import OffconvError
-from .intervals import intervals
+from .intervals import drive
 from .latency import log2_buckets
 from .model import (BLOCKED, DELIMITER, KERNEL, OFFCPU, OFFCPU_MODES, ONCPU_FRAME,
                     PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram,
@@ -331,6 +331,9 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
     are never taken for `perf record -p` recordings."""
     b = _Builder(opts)
     select = bool(opts.comm or opts.filter_pids)  # needs what the whole input shows
+    # the time on CPU: for the analysis, the timeline, and the names and processes of the
+    # threads a selection learns; a stack output of all threads needs none
+    oncpu = opts.analyse or opts.timeline or select
     inputs = list(inputs)
     tails = [t for t in (getattr(events, "tail", None) for _, events in inputs) if t is not None]
     try:
@@ -338,14 +341,14 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
             stats: dict = {"parents": {}}
             b.analysis.live_parents = stats["parents"]   # filled as the events are read
             tail = getattr(events, "tail", None)  # its second part in another process
-            recs = intervals(events, path, lenient=lenient, stats=stats,
-                             include_open=opts.include_open, system_wide=path in recorded,
-                             tail=tail)
+            recs: list = []
+            drive(events, path, recs.append if select else b.feed, lenient=lenient,
+                  stats=stats, include_open=opts.include_open, system_wide=path in recorded,
+                  tail=tail, oncpu=oncpu)
             if select:
-                recs = list(recs)
                 b.learn(recs)
-            for rec in recs:
-                b.feed(rec)
+                for rec in recs:
+                    b.feed(rec)
             if tail is not None:
                 tail.merge_into(b)
             b.analysis.add_counts(stats)

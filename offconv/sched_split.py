@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from itertools import chain, islice
 from dataclasses import replace
-from typing import Iterator, Optional
+from typing import Optional
 
 from . import intervals, parallel
 from .model import OFFCPU_MODES
@@ -36,7 +36,7 @@ from .source import Source, numbered_blocks
 
 # this process's share of the file: it also replays the child's leftovers, merges its sums
 # and writes the output; the child forks and pickles its result
-SHARE = 0.56
+SHARE = 0.51
 
 
 def prepare(path: str, src: Source, fmt, opts, stats: dict, peek, route) -> Optional["Split"]:
@@ -124,15 +124,15 @@ class Tail:
             src.close()
         return intervals.probe_on(undecided, marks)
 
-    def join(self, machine) -> Iterator:
-        """After the first part's last event (intervals.intervals): the child's part
-        joined to ``machine`` or, where it cannot be, read here."""
+    def join(self, machine) -> None:
+        """After the first part's last event (intervals.drive): the child's part joined
+        to ``machine`` or, where it cannot be, read here."""
         result = self.result()
         second_line = self.part1.next_lineno
         if result is not None:
             sums, part, stats, cut_line = parallel._shifted(result, second_line - 1)
             if intervals.joins(machine, part):
-                yield from intervals.join(machine, part)
+                intervals.join(machine, part)
                 self.sums = sums
                 parallel._merge_stats(self.parse_stats, stats)
                 self.part1.cut_line = cut_line
@@ -140,8 +140,8 @@ class Tail:
         # serially, here: the same records, errors and line numbers as one process's
         src = Source(self.path, span=self.span, first_lineno=second_line)
         blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in src.block_lists())
-        yield from intervals.run(machine, self.fmt.parse_blocks(blocks, self.path, self.popts,
-                                                                self.parse_stats))
+        intervals.run(machine, self.fmt.parse_blocks(blocks, self.path, self.popts,
+                                                     self.parse_stats))
         self.part1.cut_line = src.cut_line
 
     def merge_into(self, builder) -> None:
@@ -167,13 +167,11 @@ def _second_part(path, fmt, span, popts, agg):
         events = fmt.parse_blocks(blocks, path, popts, stats)
         head = list(islice(events, intervals.PROBE_EVENTS))
         events = chain(head, events)
-        machine = intervals.TailMachine(path, popts.lenient, {})
+        builder = _Builder(agg)
+        machine = intervals.TailMachine(path, popts.lenient, {}, builder.feed, oncpu=False)
         machine.marks = intervals.probe_marks(head)
         del head
-        builder = _Builder(agg)
-        feed = builder.feed
-        for rec in intervals.run(machine, events):
-            feed(rec)
+        intervals.run(machine, events)
         return builder.ns, machine.part(), stats, src.cut_line
     except BaseException:  # noqa: BLE001 - reported by the parent's own parse
         return None
