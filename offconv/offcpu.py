@@ -88,6 +88,10 @@ class _Builder:
         self._start = 0
         self.analysis = Analysis(threads_filtered=bool(
             opts.filter_pids or opts.filter_tids or opts.comm or opts.states))
+        if (mode == OFFCPU and not self.split and not self.analyse and self.timeline is None
+                and opts.states is None and opts.min_block_us is None
+                and opts.max_block_us is None):
+            self.feed = self._feed_span   # folded off-CPU time, nothing else: the fast way
 
     # -- thread filters -------------------------------------------------------------
     def keep(self, task: Task) -> bool:
@@ -172,6 +176,28 @@ class _Builder:
                                      (self.thread(rec.task), ONCPU_FRAME)))
         else:
             self.period(rec)
+
+    def _feed_span(self, rec) -> None:
+        """feed() where each period's whole span goes to its switch-out stack and nothing
+        else is kept (mode offcpu, no state split, analysis, timeline, --state or -m/-M):
+        the span is the switch-in (or, not seen, the wakeup) minus the switch-out, which
+        is what period() adds up from the blocked and run-queue parts."""
+        task = rec.task
+        k = self.keep_cache.get(task)
+        if k is None:
+            k = self.keep_cache[task] = self._keep(task)
+        if not k or rec.__class__ is OnCpu:
+            return
+        thread = self.threads.get(task)
+        if thread is None:
+            thread = self.threads[task] = thread_frame(task)
+        frames = self.frames_cache.get(rec.stack)
+        if frames is None:
+            frames = self.frames(rec.stack)
+        end = rec.end_ns
+        key = (thread, frames)
+        ns = self.ns
+        ns[key] = ns.get(key, 0) + ((end if end is not None else rec.wake_ns) - rec.start_ns)
 
     def _in_range(self, ns: int) -> bool:
         us = ns // 1000                  # offcputime compares whole µs

@@ -320,3 +320,25 @@ def test_cli_events_out_of_order_across_the_cut(monkeypatch, tmp_path, split_at)
         assert run(monkeypatch, tmp_path, "2", path, "--to", "folded", *extra) == serial_out
     assert serial_out[0] == 0 and "out of time order" in serial_out[1]
     assert split_at.calls == [False]   # read again in the parent
+
+
+@pytest.mark.parametrize("path", SCRIPTS[::3], ids=lambda p: p.name.split(".")[0])
+def test_the_span_fast_path_equals_the_parts(path):
+    """offcpu._Builder._feed_span (folded off-CPU time with nothing else kept) adds each
+    period's span where period() adds its blocked and run-queue parts: `-m 0` (a no-op
+    filter that takes the general path) gives the same stacks and weights."""
+    from offconv.offcpu import _Builder
+    from offconv.options import AggregateOptions
+    events = events_of(path)
+    fast = AggregateOptions(mode="offcpu", analyse=False, folded=True)
+    general = AggregateOptions(mode="offcpu", analyse=False, folded=True, min_block_us=0)
+    f, g = _Builder(fast), _Builder(general)
+    assert f.feed == f._feed_span and g.feed != g._feed_span
+    for kw in ({}, {"include_open": True}, {"include_idle": True}):
+        sums = []
+        for opts in (fast, general):
+            b = _Builder(AggregateOptions(**{**opts.__dict__, **kw}))
+            intervals.drive(iter(events), "t", b.feed, include_open=kw.get("include_open", False),
+                            oncpu=False)
+            sums.append(b.ns)   # in ns, before rounding
+        assert sums[0] == sums[1] and sums[0], kw
