@@ -45,8 +45,11 @@ CUT_SEARCH = 1 << 20   # look this far past the middle for a blank line
 # the parent's share of the input: the child also forks, pickles its sums and the parent
 # unpickles them after its own share (0.1 s each way for 20k distinct stacks). Alternated
 # medians of 9-11 runs against 0.55: deep 1.00 -> 0.94 s, recorded Java 0.88 -> 0.84,
-# shallow 1.17 -> 1.11, JIT-like 1.23 -> 1.20; 0.51 and 0.62 were slower
-FIRST_SHARE = 0.58
+# shallow 1.17 -> 1.11, JIT-like 1.23 -> 1.20; 0.51 and 0.62 were slower. Eleventh round
+# (the child names its part's stacks now; the Intel host), alternated medians of 5-7:
+# 0.58 -> 0.54: deep 0.61 -> 0.58 s, shallow 0.86 -> 0.81, Java 0.59 -> 0.56, JIT-like 0.82
+# -> 0.79; 0.50-0.52 and 0.56-0.57 were slower on two shapes of four
+FIRST_SHARE = 0.54
 # FollowSplit's share of what is left when perf ends: the parent also reads through Follow
 # and merges; the child, forked before the parse, starts cold. With the child forked at
 # perf's end (copy-on-write on both sides) the balance was at 0.44 (timelines of 20 runs,

@@ -617,20 +617,24 @@ def _body_stack(body: str, addrs: bool, frames: dict, demangle: bool = False,
                 names: Optional[dict] = None) -> Optional[tuple]:
     """A callchain (indented frame lines, leaf first) -> root-first frames; None if a line
     is not an indented frame."""
-    groups = []
-    get = frames.get
-    if names is None:
-        names = {}
-    for line in body.split("\n"):
-        g = get(line)
-        if g is None:
-            if not line or line[0] not in " \t" or not line.strip():
-                return None
-            # no callchains: a header padded by perf (never a line that starts with a tab)
-            if line[0] == " " and padded_header(line) is not None:
-                return None
-            g = _new_frame(line, addrs, demangle, frames, names)
-        groups.append(g)
+    lines = body.split("\n")
+    groups = list(map(frames.get, lines))  # the lines met before: one C loop
+    if None in groups:
+        if names is None:
+            names = {}
+        get = frames.get
+        for i, g in enumerate(groups):
+            if g is None:
+                line = lines[i]
+                g = groups[i] = get(line)  # met earlier in this callchain (a recursion)
+                if g is not None:
+                    continue
+                if not line or line[0] not in " \t" or not line.strip():
+                    return None
+                # no callchains: a header padded by perf (never a line that starts with a tab)
+                if line[0] == " " and padded_header(line) is not None:
+                    return None
+                groups[i] = _new_frame(line, addrs, demangle, frames, names)
     groups.reverse()
     return tuple(chain.from_iterable(groups))
 

@@ -37,6 +37,8 @@ def render(profile: Profile, out: TextIO, opts=None) -> None:
         before = merge_by(profile.before, namer.folded)
         out.writelines(f"{s} {format_count(before.get(s, 0))} {format_count(after.get(s, 0))}\n"
                        for s in sorted(set(before) | set(after)))
+    elif all(v.__class__ is int for v in after.values()):  # counts, µs: str() is the format
+        out.writelines([f"{s} {after[s]}\n" for s in sorted(after) if after[s]])
     else:
         out.writelines(f"{s} {format_count(after[s])}\n" for s in sorted(after) if after[s])
 
