@@ -16,13 +16,12 @@ from itertools import chain
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from offconv import intervals, parallel, sched_split
-from offconv.cli import app
 from offconv.model import EXIT, SWITCH, WAKE, SchedEvent, Task
 from offconv.parsers import perf_script
 from offconv.source import Source, numbered_blocks
+from test_parallel import run  # (exit code, output, bytes written) with OFFCONV_JOBS
 
 FIX = Path(__file__).parent / "fixtures"
 ALL_SCRIPTS = sorted(p for p in FIX.rglob("*perf-script*.txt*")
@@ -195,16 +194,6 @@ def test_events_going_back_across_the_cut_are_not_joined():
 
 
 # -- the CLI: forked, on files ----------------------------------------------------------
-
-def run(monkeypatch, tmp_path, jobs: str, path: Path, *args: str):
-    monkeypatch.setenv("OFFCONV_JOBS", jobs)
-    out = tmp_path / f"out-{jobs}"
-    r = CliRunner().invoke(app, [str(path), *args, "-o", str(out)])
-    data = out.read_bytes() if out.exists() else None
-    if out.exists():
-        out.unlink()
-    return r.exit_code, r.output, data
-
 
 @pytest.fixture
 def split_at(monkeypatch):
