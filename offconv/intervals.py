@@ -131,13 +131,25 @@ def _probe(events: Iterable) -> tuple[bool, Iterator, Optional[tuple]]:
     into_idle = 0
     for ev in islice(it, PROBE_EVENTS):
         head.append(ev)
-        if isinstance(ev, SchedEvent):
-            if ev.task.tid == 0 or (ev.kind == SWITCH and ev.prev.tid == 0):
-                return False, chain(head, it), None
-            if ev.kind == SWITCH and ev.next is not None and ev.next.tid == 0:
-                into_idle += 1
+        seen = _probed(ev)
+        if seen == _IDLE_TASK:
+            return False, chain(head, it), None
+        into_idle += seen == _INTO_IDLE
     undecided = (len(head), into_idle) if len(head) < PROBE_EVENTS else None
     return into_idle >= PROBE_IDLE_SWITCHES, chain(head, it), undecided
+
+
+_IDLE_TASK, _INTO_IDLE = 1, 2
+
+
+def _probed(ev) -> int:
+    """What the -p probe sees in a record: an event of an idle task (never in a -p
+    recording), a switch into idle, or neither (0)."""
+    if ev.__class__ is not SchedEvent:
+        return 0
+    if ev.task.tid == 0 or (ev.kind == SWITCH and ev.prev.tid == 0):
+        return _IDLE_TASK
+    return _INTO_IDLE if ev.kind == SWITCH and ev.next is not None and ev.next.tid == 0 else 0
 
 
 def probe_marks(records: list) -> tuple:
@@ -146,11 +158,11 @@ def probe_marks(records: list) -> tuple:
     into idle before it."""
     into = []
     for i, ev in enumerate(records):
-        if isinstance(ev, SchedEvent):
-            if ev.task.tid == 0 or (ev.kind == SWITCH and ev.prev.tid == 0):
-                return i, into
-            if ev.kind == SWITCH and ev.next is not None and ev.next.tid == 0:
-                into.append(i)
+        seen = _probed(ev)
+        if seen == _IDLE_TASK:
+            return i, into
+        if seen == _INTO_IDLE:
+            into.append(i)
     return None, into
 
 
