@@ -88,10 +88,11 @@ class _Builder:
         self._start = 0
         self.analysis = Analysis(threads_filtered=bool(
             opts.filter_pids or opts.filter_tids or opts.comm or opts.states))
-        if (mode == OFFCPU and not self.split and not self.analyse and self.timeline is None
+        if (mode == OFFCPU and not self.analyse and self.timeline is None
                 and opts.states is None and opts.min_block_us is None
                 and opts.max_block_us is None):
-            self.feed = self._feed_span   # folded off-CPU time, nothing else: the fast way
+            # off-CPU time by stack, nothing else kept: the fast way
+            self.feed = self._feed_parts if self.split else self._feed_span
 
     # -- thread filters -------------------------------------------------------------
     def keep(self, task: Task) -> bool:
@@ -198,6 +199,35 @@ class _Builder:
         key = (thread, frames)
         ns = self.ns
         ns[key] = ns.get(key, 0) + ((end if end is not None else rec.wake_ns) - rec.start_ns)
+
+    def _feed_parts(self, rec) -> None:
+        """feed() as _feed_span, with the state split (an SVG's default): the blocked part
+        under ``[blocked S]`` and the run-queue part under ``[run queue]``/``[preempted]``,
+        as period() adds them (a part of 0 ns too: it rounds away)."""
+        task = rec.task
+        k = self.keep_cache.get(task)
+        if k is None:
+            k = self.keep_cache[task] = self._keep(task)
+        if not k or rec.__class__ is OnCpu:
+            return
+        thread = self.threads.get(task)
+        if thread is None:
+            thread = self.threads[task] = thread_frame(task)
+        frames = self.frames_cache.get(rec.stack)
+        if frames is None:
+            frames = self.frames(rec.stack)
+        ns = self.ns
+        state, start, wake, end = rec.state, rec.start_ns, rec.wake_ns, rec.end_ns
+        if state == "" or state == "R" or state == "R+":   # no blocked part
+            if end is not None:
+                key = (thread, RUNQ_FRAME if state == "" else PREEMPTED_FRAME, frames)
+                ns[key] = ns.get(key, 0) + end - start
+            return
+        key = (thread, blocked_frame(state), frames)
+        ns[key] = ns.get(key, 0) + (wake if wake is not None else end) - start
+        if end is not None and wake is not None:
+            key = (thread, RUNQ_FRAME, frames)
+            ns[key] = ns.get(key, 0) + end - wake
 
     def _in_range(self, ns: int) -> bool:
         us = ns // 1000                  # offcputime compares whole µs

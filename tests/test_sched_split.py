@@ -312,10 +312,11 @@ def test_cli_events_out_of_order_across_the_cut(monkeypatch, tmp_path, split_at)
 
 
 @pytest.mark.parametrize("path", SCRIPTS[::3], ids=lambda p: p.name.split(".")[0])
-def test_the_span_fast_path_equals_the_parts(path):
-    """offcpu._Builder._feed_span (folded off-CPU time with nothing else kept) adds each
-    period's span where period() adds its blocked and run-queue parts: `-m 0` (a no-op
-    filter that takes the general path) gives the same stacks and weights."""
+def test_the_fast_paths_equal_the_parts(path):
+    """offcpu._Builder._feed_span (off-CPU time by stack with nothing else kept) adds each
+    period's span where period() adds its blocked and run-queue parts, and _feed_parts
+    (the same with the state split) those parts: `-m 0` (a no-op filter that takes the
+    general path) gives the same stacks and weights."""
     from offconv.offcpu import _Builder
     from offconv.options import AggregateOptions
     events = events_of(path)
@@ -323,7 +324,8 @@ def test_the_span_fast_path_equals_the_parts(path):
     general = AggregateOptions(mode="offcpu", analyse=False, folded=True, min_block_us=0)
     f, g = _Builder(fast), _Builder(general)
     assert f.feed == f._feed_span and g.feed != g._feed_span
-    for kw in ({}, {"include_open": True}, {"include_idle": True}):
+    for kw in ({}, {"include_open": True}, {"include_idle": True}, {"state_split": True},
+               {"state_split": True, "include_open": True, "include_idle": True}):
         sums = []
         for opts in (fast, general):
             b = _Builder(AggregateOptions(**{**opts.__dict__, **kw}))
