@@ -178,44 +178,40 @@ class _Builder:
         else:
             self.period(rec)
 
+    def _kept(self, rec) -> Optional[tuple]:
+        """(thread frame, frames) of a Period of a kept thread, else None (the fast
+        paths' common part: keep(), thread(), frames() inlined)."""
+        task = rec.task
+        k = self.keep_cache.get(task)
+        if k is None:
+            k = self.keep_cache[task] = self._keep(task)
+        if not k or rec.__class__ is OnCpu:
+            return None
+        thread = self.threads.get(task)
+        if thread is None:
+            thread = self.threads[task] = thread_frame(task)
+        frames = self.frames_cache.get(rec.stack)
+        return thread, (frames if frames is not None else self.frames(rec.stack))
+
     def _feed_span(self, rec) -> None:
         """feed() where each period's whole span goes to its switch-out stack and nothing
         else is kept (mode offcpu, no state split, analysis, timeline, --state or -m/-M):
         the span is the switch-in (or, not seen, the wakeup) minus the switch-out, which
         is what period() adds up from the blocked and run-queue parts."""
-        task = rec.task
-        k = self.keep_cache.get(task)
-        if k is None:
-            k = self.keep_cache[task] = self._keep(task)
-        if not k or rec.__class__ is OnCpu:
-            return
-        thread = self.threads.get(task)
-        if thread is None:
-            thread = self.threads[task] = thread_frame(task)
-        frames = self.frames_cache.get(rec.stack)
-        if frames is None:
-            frames = self.frames(rec.stack)
-        end = rec.end_ns
-        key = (thread, frames)
-        ns = self.ns
-        ns[key] = ns.get(key, 0) + ((end if end is not None else rec.wake_ns) - rec.start_ns)
+        key = self._kept(rec)
+        if key is not None:
+            end = rec.end_ns
+            ns = self.ns
+            ns[key] = ns.get(key, 0) + ((end if end is not None else rec.wake_ns) - rec.start_ns)
 
     def _feed_parts(self, rec) -> None:
         """feed() as _feed_span, with the state split (an SVG's default): the blocked part
         under ``[blocked S]`` and the run-queue part under ``[run queue]``/``[preempted]``,
         as period() adds them (a part of 0 ns too: it rounds away)."""
-        task = rec.task
-        k = self.keep_cache.get(task)
-        if k is None:
-            k = self.keep_cache[task] = self._keep(task)
-        if not k or rec.__class__ is OnCpu:
+        kept = self._kept(rec)
+        if kept is None:
             return
-        thread = self.threads.get(task)
-        if thread is None:
-            thread = self.threads[task] = thread_frame(task)
-        frames = self.frames_cache.get(rec.stack)
-        if frames is None:
-            frames = self.frames(rec.stack)
+        thread, frames = kept
         ns = self.ns
         state, start, wake, end = rec.state, rec.start_ns, rec.wake_ns, rec.end_ns
         if state == "" or state == "R" or state == "R+":   # no blocked part
