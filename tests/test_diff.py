@@ -266,3 +266,55 @@ def test_latency_from_histograms_when_a_side_has_no_sched_events():
     assert j["latency"]["runq"]["p50_us"] == {"before": 8, "after": 8, "delta": 0, "delta_pct": 0.0}
     assert j["latency"]["runq"]["p99_us"] == {"before": 128, "after": 256, "delta": 128, "delta_pct": 100.0}
     assert j["latency"]["blocked"]["p99_us"]["delta"] is None  # no blocked histogram: unknown, not 0
+
+
+# -- the two sides loaded at once (parallel.load_pair) -------------------------------
+
+@pytest.fixture
+def pair_all(monkeypatch):
+    """Every diff loads BEFORE in a child (whatever its size and the machine's cores),
+    but not with OFFCONV_JOBS=1: the serial order it is compared with. ``calls``: what
+    each child sent back (a Profile, or None: loaded again here)."""
+    from offconv import parallel
+    monkeypatch.setattr(parallel, "PAIR_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "enabled", lambda: __import__("os").environ.get("OFFCONV_JOBS") != "1")
+    calls = []
+    real = parallel._fork.result
+
+    def result(self, *a):
+        r = real(self, *a)
+        calls.append(type(r).__name__)
+        return r
+    monkeypatch.setattr(parallel._fork, "result", result)
+    return calls
+
+
+def _diff(monkeypatch, tmp_path, jobs, *args):
+    monkeypatch.setenv("OFFCONV_JOBS", jobs)
+    out = tmp_path / f"out-{jobs}"
+    r = CliRunner().invoke(app, ["diff", *map(str, args), "-o", str(out)])
+    data = out.read_bytes() if out.exists() else None
+    if out.exists():
+        out.unlink()
+    return r.exit_code, r.output, data
+
+
+@pytest.mark.parametrize("to", ["folded", "svg", "json", "report"])
+def test_both_sides_at_once_equal_the_serial_order(to, monkeypatch, tmp_path, pair_all):
+    for before, after, extra in ((VB, VA, ()), (D / "before.folded", D / "after.folded", ()),
+                                 (VB, VA, ("--fail-above", "1", "--fail-on", "blocked"))):
+        serial = _diff(monkeypatch, tmp_path, "1", before, after, "--to", to, *extra)
+        pair_all.clear()
+        both = _diff(monkeypatch, tmp_path, "2", before, after, "--to", to, *extra)
+        assert both == serial and serial[2], (before.name, to, extra)
+        assert pair_all == ["Profile"], pair_all   # BEFORE came from the child
+
+
+def test_both_sides_at_once_keep_the_serial_errors(monkeypatch, tmp_path, pair_all):
+    bad = tmp_path / "bad.folded"
+    bad.write_text("a;b 1\na;b;c x\n")
+    for before, after in ((bad, D / "after.folded"), (D / "before.folded", bad), (bad, bad),
+                          (tmp_path / "missing.txt", D / "after.folded")):
+        serial = _diff(monkeypatch, tmp_path, "1", before, after, "--to", "folded")
+        both = _diff(monkeypatch, tmp_path, "2", before, after, "--to", "folded")
+        assert both == serial and serial[0] == 2, (before.name, after.name, serial)
