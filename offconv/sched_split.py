@@ -11,7 +11,7 @@ what it set aside, and its threads' and counts' states at its end. This process 
 first part, replays what was set aside on its own state (``intervals.join``), takes the
 child's states over, and adds the child's sums to its own: the folded and SVG outputs (sums
 by stack, sorted by name) are then byte-identical to the serial path's
-(tests/test_sched_split.py: the machine cut at a dozen events of every sched fixture and
+(tests/test_sched_split.py: the machine cut at a dozen events of each fixture up to 3.5 MB and
 at every event of hand-built sequences; the CLI's files, warnings and errors).
 
 Where the child cannot be followed as it is (``intervals.joins``: a `perf record -p`
