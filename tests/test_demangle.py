@@ -210,16 +210,24 @@ def _convert(data: Path, out: Path, *args: str) -> bytes:
 @needs_cxxfilt
 @pytest.mark.parametrize("suffix", [".folded", ".svg", ".speedscope.json", ".pb.gz"])
 def test_a_recorded_cpp_program_converts_as_with_perfs_demangling(tmp_path, conversions, monkeypatch, suffix):
-    data = _record(tmp_path, "entry_point")
-    # a short recording with samples in libstdc++: its 6k symbols cost perf more than the
-    # mangled text of so few samples would cost offconv
-    assert perf_data.no_demangle(str(data))
-    ours = _convert(data, tmp_path / f"ours{suffix}")
-    assert conversions == [True]  # one conversion, perf leaving the names to offconv
-    monkeypatch.setenv("OFFCONV_PERF_DEMANGLE", "1")
-    perfs = _convert(data, tmp_path / f"perfs{suffix}")
-    assert conversions == [True, False]
-    assert ours == perfs
+    # the program spends a few percent in libstdc++'s own string code: a recording whose
+    # samples all missed it (perf's own output has no such frame: seen once in CI) says
+    # nothing about those names, and is made again (at most 3 times)
+    for _ in range(3):
+        data = _record(tmp_path, "entry_point")
+        # a short recording with samples in libstdc++: its 6k symbols cost perf more than the
+        # mangled text of so few samples would cost offconv
+        assert perf_data.no_demangle(str(data))
+        conversions.clear()
+        monkeypatch.delenv("OFFCONV_PERF_DEMANGLE", raising=False)
+        ours = _convert(data, tmp_path / f"ours{suffix}")
+        assert conversions == [True]  # one conversion, perf leaving the names to offconv
+        monkeypatch.setenv("OFFCONV_PERF_DEMANGLE", "1")
+        perfs = _convert(data, tmp_path / f"perfs{suffix}")
+        assert conversions == [True, False]
+        assert ours == perfs
+        if suffix != ".folded" or b"std::__cxx11::basic_string<" in perfs:
+            break
     if suffix == ".folded":
         text = ours.decode()
         assert "shop::Worker<long>::spin" in text and "shop::Worker<double>::spin" in text
