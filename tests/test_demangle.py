@@ -214,12 +214,12 @@ def test_a_recorded_cpp_program_converts_as_with_perfs_demangling(tmp_path, conv
     # samples all missed it (perf's own output has no such frame: seen once in CI) says
     # nothing about those names, and is made again (at most 3 times)
     for _ in range(3):
+        monkeypatch.delenv("OFFCONV_PERF_DEMANGLE", raising=False)
+        conversions.clear()
         data = _record(tmp_path, "entry_point")
         # a short recording with samples in libstdc++: its 6k symbols cost perf more than the
         # mangled text of so few samples would cost offconv
         assert perf_data.no_demangle(str(data))
-        conversions.clear()
-        monkeypatch.delenv("OFFCONV_PERF_DEMANGLE", raising=False)
         ours = _convert(data, tmp_path / f"ours{suffix}")
         assert conversions == [True]  # one conversion, perf leaving the names to offconv
         monkeypatch.setenv("OFFCONV_PERF_DEMANGLE", "1")
