@@ -577,7 +577,7 @@ PAIR_MIN_BYTES = 4 << 20
 
 def load_pair(paths: list, load_one) -> list:
     """[load_one(BEFORE), load_one(AFTER)], BEFORE in a forked child while this process
-    loads AFTER, where both are plain files and BEFORE is ``PAIR_MIN_BYTES`` or more (the
+    loads AFTER, where neither is stdin and BEFORE is a file of ``PAIR_MIN_BYTES`` or more (the
     child's Profile is pickled back: 0.1 s for 20k stacks). As the serial order would:
     BEFORE's error is the one raised when both fail, and AFTER is loaded either way; a
     child that failed (an input error) has BEFORE loaded here, to raise that error."""
@@ -619,7 +619,7 @@ def _load_side(load_one, path):
     try:
         sys.stderr = open(os.devnull, "w")  # its progress lines would mix with this one's
         profile = load_one(path)
-        if profile.folded_names is not None or getattr(profile, "stack_names", None) is not None:
+        if profile.folded_names is not None or profile.stack_names is not None:
             return None
         return profile
     except BaseException:  # noqa: BLE001 - the parent loads it again to raise the error

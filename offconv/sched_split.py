@@ -120,9 +120,7 @@ class Tail:
             marks = result[1]["marks"]
         else:
             # (the first part was read to its end: its line numbers are known)
-            src = Source(self.path, span=self.span, first_lineno=self.part1.next_lineno)
-            blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in src.block_lists())
-            records = self.fmt.parse_blocks(blocks, self.path, self.popts, {})
+            src, records = self._records(self.part1.next_lineno, {})
             marks = intervals.probe_marks(list(islice(records, intervals.PROBE_EVENTS)))
             src.close()
         return intervals.probe_on(undecided, marks)
@@ -141,11 +139,14 @@ class Tail:
                 self.part1.cut_line = cut_line
                 return
         # serially, here: the same records, errors and line numbers as one process's
-        src = Source(self.path, span=self.span, first_lineno=second_line)
-        blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in src.block_lists())
-        intervals.run(machine, self.fmt.parse_blocks(blocks, self.path, self.popts,
-                                                     self.parse_stats))
+        src, records = self._records(second_line, self.parse_stats)
+        intervals.run(machine, records)
         self.part1.cut_line = src.cut_line
+
+    def _records(self, first_lineno: int, stats: dict) -> tuple:
+        """(the second part's Source, its records), read here."""
+        src = Source(self.path, span=self.span, first_lineno=first_lineno)
+        return src, self.fmt.parse_blocks(src.blocks(), self.path, self.popts, stats)
 
     def merge_into(self, builder) -> None:
         """The child's sums into ``builder``'s (offcpu._Builder.ns)."""
@@ -166,8 +167,7 @@ def _second_part(path, fmt, span, popts, agg):
     try:
         src = Source(path, span=span)
         stats: dict = {}
-        blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in src.block_lists())
-        events = fmt.parse_blocks(blocks, path, popts, stats)
+        events = fmt.parse_blocks(src.blocks(), path, popts, stats)
         head = list(islice(events, intervals.PROBE_EVENTS))
         events = chain(head, events)
         builder = _Builder(agg)   # (a split output needs no OnCpu record: see prepare)
