@@ -200,10 +200,14 @@ def build_sched_file(size: str = "100M", seconds: int = 14) -> Path | None:
                                  f"({loop} seq 1 300000 | sort -R | sort -n >/dev/null; done) & wait"])
         try:
             time.sleep(1)
-            subprocess.run(["bash", str(ROOT / "scripts" / "record.sh"), "-a", "-d", str(seconds), "-o",
-                            str(txt)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            rec = subprocess.run(["bash", str(ROOT / "scripts" / "record.sh"), "-a", "-d", str(seconds),
+                                  "-o", str(txt)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         finally:
             work.wait()
+        if rec.returncode != 0:   # e.g. no tracefs mounted: the row stays empty, with the reason
+            print(f"build sched shape not recorded: {rec.stderr.strip()}", file=sys.stderr)
+            txt.unlink(missing_ok=True)
+            return None
     out = CACHE / f"build-sched-{size}.txt"
     if not out.exists():
         subprocess.run([sys.executable, str(SHARED_BENCH / "replicate_perf_script.py"), str(txt), size,

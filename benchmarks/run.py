@@ -280,6 +280,11 @@ def main() -> int:
             r = measure(1, offconv_cmd("report", str(path), "--json", "-o", "/dev/null"), None, [path])
             rows.append((f"peak RSS of `report --json` on {size}B of sched events of a parallel "
                          "build", r, "—", "< 100 MiB", "rss"))
+            # the main job on the same shape: folded and SVG sum by thread name (twelfth round)
+            for to in ("folded", "svg"):
+                r = measure(1, offconv_cmd(str(path), "--to", to, "-o", "/dev/null"), None, [path])
+                rows.append((f"peak RSS of off-CPU {to} on {size}B of sched events of a parallel build",
+                             r, "—", "< 100 MiB", "rss"))
         if a.big:
             path = million_folded()
             r = measure(1, offconv_cmd(str(path), "--to", "svg", "-o", "/dev/null"), None, [path])

@@ -424,11 +424,16 @@ def stack_of(key: tuple) -> tuple:
 
 
 def _top(stacks: dict, n: int, label) -> list:
-    """The n heaviest stacks that round to at least 1 µs (keys: (thread frame, frames)); a
-    stack of the thread frame alone says so (``comm;[no call chain]``) instead of a bare
-    thread name."""
-    items = sorted(((label(s) + (";[no call chain]" if len(s) == 1 else ""), ns)
-                    for s, ns in ((stack_of(k), ns) for k, ns in stacks.items()) if ns_to_us(ns)),
+    """The n heaviest stacks as printed, that round to at least 1 µs (keys: (thread frame,
+    frames)): the threads whose stacks print the same (threads of one name, without
+    --pid/--tid) are summed in ns first, so a printed stack is listed once; a stack of the
+    thread frame alone says so (``comm;[no call chain]``) instead of a bare thread name."""
+    by_label: dict = {}
+    for k, ns in stacks.items():
+        s = stack_of(k)
+        name = label(s) + (";[no call chain]" if len(s) == 1 else "")
+        by_label[name] = by_label.get(name, 0) + ns
+    items = sorted(((s, ns) for s, ns in by_label.items() if ns_to_us(ns)),
                    key=lambda kv: (-kv[1], kv[0]))
     return [(s, ns_to_us(ns)) for s, ns in items[:n]]
 

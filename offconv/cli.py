@@ -357,6 +357,8 @@ def convert(inputs, out, to, **kw):
         opts = replace(opts, aggregate=replace(opts.aggregate, analyse=False,
                                                folded=fmt.name == "folded",
                                                svg=fmt.name == "svg"))
+    if fmt.name in ("folded", "svg", "hist") or fmt.report:
+        opts = _by_name(opts)
     profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
     profile.sources = tuple(inputs)
     if not (fmt.name == "report" and out in (None, "-")):  # the text report shows them itself
@@ -399,10 +401,19 @@ def report(inputs, as_json, out, runq_p99_long_us, runq_share_long, blocked_p99_
         blocked_p99_long_us=blocked_p99_long_us, blocked_share_long=blocked_share_long, top=top))
     fmt = formats.output_format("json" if as_json or _report_suffix(out) == "json" else "report")
     check_output(out)
-    profile = pipeline.load(inputs, opts, kw["from_format"])
+    profile = pipeline.load(inputs, _by_name(opts), kw["from_format"])
     if as_json or out not in (None, "-"):  # the text report on stdout shows them itself
         _warn(profile)
     write_output(fmt, profile, opts, out)
+
+
+def _by_name(opts: Options) -> Options:
+    """The outputs that print a thread by its name alone (folded, SVG, the report's
+    stacks, hist) without --pid/--tid: the off-CPU path sums the stacks by thread name
+    (AggregateOptions.by_name); the report's per-thread table stays per thread."""
+    if opts.naming.pid or opts.naming.tid:
+        return opts
+    return replace(opts, aggregate=replace(opts.aggregate, by_name=True))
 
 
 def _report_suffix(out: Optional[str]) -> Optional[str]:

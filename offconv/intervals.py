@@ -210,10 +210,15 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
 
 def drive(events: Iterable, path: str, emit, lenient: bool = False,
           stats: Optional[dict] = None, include_open: bool = False,
-          system_wide: bool = False, tail=None, oncpu: bool = True) -> None:
+          system_wide: bool = False, tail=None, oncpu: bool = True,
+          per_thread: bool = True) -> None:
     """intervals(), each record handed to ``emit`` as it is made (no generator between
-    the machine and its consumer: the off-CPU path's fast way)."""
-    machine, events = _machine(events, path, lenient, stats, system_wide, tail, emit, oncpu)
+    the machine and its consumer: the off-CPU path's fast way). ``per_thread``: False
+    keeps no per-thread stats (``threads``, ``exits``, ``parents``: the analysis's), so
+    that a stack output's memory does not grow with the threads the input had; a `perf
+    record -p` recording keeps them all the same (its warning names its threads)."""
+    machine, events = _machine(events, path, lenient, stats, system_wide, tail, emit, oncpu,
+                               per_thread)
     run(machine, events)
     if tail is not None:
         tail.join(machine)
@@ -221,7 +226,7 @@ def drive(events: Iterable, path: str, emit, lenient: bool = False,
 
 
 def _machine(events: Iterable, path: str, lenient: bool, stats: Optional[dict],
-             system_wide: bool, tail, emit, oncpu: bool) -> tuple:
+             system_wide: bool, tail, emit, oncpu: bool, per_thread: bool = True) -> tuple:
     """(the machine of one input, its events), after the `perf record -p` probe."""
     if stats is None:
         stats = {}
@@ -236,7 +241,8 @@ def _machine(events: Iterable, path: str, lenient: bool, stats: Optional[dict],
             per_process = tail.probe(undecided)
     if per_process:
         stats["per_process"] = 1
-    return _Machine(path, lenient, stats, per_process, emit, oncpu), events
+    return _Machine(path, lenient, stats, per_process, emit, oncpu,
+                    per_thread or per_process), events
 
 
 def run(machine: "_Machine", events: Iterable) -> None:
@@ -249,11 +255,22 @@ def run(machine: "_Machine", events: Iterable) -> None:
             machine.other(ev)
 
 
+class _Discard(dict):
+    """A per-thread stats map that keeps nothing (``_Machine``'s ``per_thread`` False)."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
 class _Machine:
     def __init__(self, path: str, lenient: bool, stats: dict, per_process: bool,
-                 emit=None, oncpu: bool = True):
+                 emit=None, oncpu: bool = True, per_thread: bool = True):
         self.emit = emit        # called with each record made
         self.oncpu = oncpu      # make OnCpu records
+        self.per_thread = per_thread   # stats["threads"], ["exits"], ["parents"] kept
+        if not per_thread:
+            stats["exits"] = _Discard()
+            stats["parents"] = _Discard()
         self.path = path
         self.lenient = lenient
         self.stats = stats
@@ -318,7 +335,7 @@ class _Machine:
     def _run_ended(self, st: Optional[_Thread], prev: Task, key, cpu, t: int) -> None:
         """What a switch-out of ``prev`` ends: its time on CPU, or an off-CPU period whose
         switch-in was not recorded."""
-        if prev.tid:
+        if prev.tid and self.per_thread:
             _thread_counts(self.stats, prev.tid).switches += 1
         if st is not None and st.phase != ON:
             self._missed_switch_in(st, key, cpu, t)
@@ -349,7 +366,7 @@ class _Machine:
                 self.emit(st.period(None))     # its blocked part is known
             return
         _count(self.stats, "inferred_switch_in", tid=st.task.tid)
-        if st.task.tid:
+        if st.task.tid and self.per_thread:
             _thread_counts(self.stats, st.task.tid).inferred += 1
         tin = max(tin, st.start)
         idle = self.cpu_idle.get(cpu, False)
@@ -370,7 +387,8 @@ class _Machine:
         if st is None or st.phase == ON:
             return
         _count(self.stats, "inferred_from_task", tid=task.tid)
-        _thread_counts(self.stats, task.tid).inferred += 1
+        if self.per_thread:
+            _thread_counts(self.stats, task.tid).inferred += 1
         self.emit(st.period(t, inferred=True))
         on = self.threads[task.tid] = _Thread(ON, t, task=st.task or task)
         on.dead = st.dead
@@ -392,7 +410,7 @@ class _Machine:
         else:
             if st.phase == BLK:
                 _count(self.stats, "no_wakeup", tid=task.tid)
-                if task.tid:
+                if task.tid and self.per_thread:
                     _thread_counts(self.stats, task.tid).no_wakeup += 1
             self.emit(st.period(t, idle=from_idle))
         dead = st.dead
@@ -487,10 +505,11 @@ class TailMachine(_Machine):
     CPU's previous switch is known here after its first switch in this part: before, an
     inferred switch-in reads the first part's (``OP_MISSED``)."""
 
-    def __init__(self, path: str, lenient: bool, stats: dict, emit=None, oncpu: bool = True):
-        super().__init__(path, lenient, stats, False, emit, oncpu)
+    def __init__(self, path: str, lenient: bool, stats: dict, emit=None, oncpu: bool = True,
+                 per_thread: bool = True):
         for key in ("threads", "parents", "exits", "by_tid"):
             stats.setdefault(key, {})
+        super().__init__(path, lenient, stats, False, emit, oncpu, per_thread)
         stats.setdefault("command", set())
         self.owned: set = set()
         self.born: set = set()     # owned from a sched_wakeup_new

@@ -20,7 +20,7 @@ from .analysis import Analysis
 from .errors import OffconvError
 from .intervals import drive
 from .latency import log2_buckets
-from .model import (BLOCKED, DELIMITER, KERNEL, OFFCPU, OFFCPU_MODES, ONCPU_FRAME,
+from .model import (BLOCKED, DELIMITER, KERNEL, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME,
                     PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram,
                     OnCpu, Period, Profile, Task, blocked_frame, thread_frame)
 from .options import AggregateOptions
@@ -88,6 +88,14 @@ class _Builder:
         self._start = 0
         self.analysis = Analysis(threads_filtered=bool(
             opts.filter_pids or opts.filter_tids or opts.comm or opts.states))
+        # one thread frame per thread name where the output prints the name alone and no
+        # filter needs the thread: the sums are then per printed stack (rounded once, as
+        # DESIGN.md says), and nothing here grows with the threads the input had
+        self.by_name = (opts.by_name and self.timeline is None
+                        and not (opts.filter_pids or opts.filter_tids or opts.comm))
+        if self.by_name:
+            self.keep = self._keep_any
+            self.thread = self._thread_by_name
         if (mode == OFFCPU and not self.analyse and self.timeline is None
                 and opts.states is None and opts.min_block_us is None
                 and opts.max_block_us is None):
@@ -100,6 +108,10 @@ class _Builder:
         if k is None:
             k = self.keep_cache[task] = self._keep(task)
         return k
+
+    def _keep_any(self, task: Task) -> bool:
+        """keep() without a thread filter: every thread but the idle task's (pid 0)."""
+        return task.tid != 0 or self.opts.include_idle
 
     def _keep(self, task: Task) -> bool:
         o = self.opts
@@ -156,6 +168,27 @@ class _Builder:
             f = self.threads[task] = thread_frame(task)
         return f
 
+    def _thread_by_name(self, task: Task) -> Frame:
+        """thread() under ``by_name``: the frame of the first thread seen with this name
+        stands for every thread of that name (the output prints the name alone)."""
+        f = self.threads.get(task.comm)
+        if f is None:
+            f = self.threads[task.comm] = thread_frame(task)
+        return f
+
+    def adopt(self, key: tuple) -> tuple:
+        """A key of another builder's sums (offconv.sched_split's second part) as this
+        builder makes it: under ``by_name``, its thread frames (the thread's; in mode
+        wakeup, the waker's too, last) are this builder's of that name."""
+        if not self.by_name:
+            return key
+        threads = self.threads
+        key = (threads.setdefault(key[0].name, key[0]),) + key[1:]
+        if self.mode == WAKEUP and len(key) == 2 and key[1] and key[1][-1].kind == THREAD:
+            waker = key[1][-1]
+            key = (key[0], key[1][:-1] + (threads.setdefault(waker.name, waker),))
+        return key
+
     def _add(self, key: tuple, ns: int) -> None:
         """``key``: (thread frame, frames) or (thread frame, state frame, frames), the
         stack ``stack_of(key)`` without a tuple of its own per (thread, stack)."""
@@ -182,14 +215,21 @@ class _Builder:
         """(thread frame, frames) of a Period of a kept thread, else None (the fast
         paths' common part: keep(), thread(), frames() inlined)."""
         task = rec.task
-        k = self.keep_cache.get(task)
-        if k is None:
-            k = self.keep_cache[task] = self._keep(task)
-        if not k or rec.__class__ is OnCpu:
-            return None
-        thread = self.threads.get(task)
-        if thread is None:
-            thread = self.threads[task] = thread_frame(task)
+        if self.by_name:
+            if rec.__class__ is OnCpu or (task.tid == 0 and not self.opts.include_idle):
+                return None
+            thread = self.threads.get(task.comm)
+            if thread is None:
+                thread = self.threads[task.comm] = thread_frame(task)
+        else:
+            k = self.keep_cache.get(task)
+            if k is None:
+                k = self.keep_cache[task] = self._keep(task)
+            if not k or rec.__class__ is OnCpu:
+                return None
+            thread = self.threads.get(task)
+            if thread is None:
+                thread = self.threads[task] = thread_frame(task)
         frames = self.frames_cache.get(rec.stack)
         return thread, (frames if frames is not None else self.frames(rec.stack))
 
@@ -396,7 +436,7 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
             recs: list = []
             drive(events, path, recs.append if select else b.feed, lenient=lenient,
                   stats=stats, include_open=opts.include_open, system_wide=path in recorded,
-                  tail=tail, oncpu=oncpu)
+                  tail=tail, oncpu=oncpu, per_thread=opts.analyse)
             if select:
                 b.learn(recs)
                 for rec in recs:

@@ -151,7 +151,9 @@ class Tail:
     def merge_into(self, builder) -> None:
         """The child's sums into ``builder``'s (offcpu._Builder.ns)."""
         ns = builder.ns
+        adopt = builder.adopt
         for key, value in self.sums.items():
+            key = adopt(key)   # by_name: this builder's thread frames of those names
             ns[key] = ns.get(key, 0) + value
         self.sums = {}
 
@@ -171,7 +173,8 @@ def _second_part(path, fmt, span, popts, agg):
         head = list(islice(events, intervals.PROBE_EVENTS))
         events = chain(head, events)
         builder = _Builder(agg)   # (a split output needs no OnCpu record: see prepare)
-        machine = intervals.TailMachine(path, popts.lenient, {}, builder.feed, oncpu=False)
+        machine = intervals.TailMachine(path, popts.lenient, {}, builder.feed, oncpu=False,
+                                        per_thread=False)
         machine.marks = intervals.probe_marks(head)
         del head
         intervals.run(machine, events)

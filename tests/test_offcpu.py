@@ -175,3 +175,51 @@ def test_stack_outputs_skip_the_analysis_and_get_the_same_stacks():
     assert light.samples == full.samples and light.samples
     assert (light.warnings, light.dropped) == (full.warnings, full.dropped)
     assert not light.analysis.threads and full.analysis.threads
+
+
+def _same_name_threads(n=50, ns_each=1600):
+    """n threads named worker (one process), each blocked ``ns_each`` ns at STACK, switched
+    out and back in on its own CPU."""
+    evs = []
+    for i in range(n):
+        t = Task("worker", 7, 100 + i)
+        evs += [sw(i, i, t, "S", IDLE0, STACK), sw(i + ns_each / 1000, i, IDLE0, "R", t)]
+    evs.sort(key=lambda e: e.time_ns)
+    return evs
+
+
+def test_by_name_sums_the_threads_of_a_name_in_ns_and_rounds_once():
+    """A folded or SVG output that prints threads by name alone (no --pid/--tid) sums each
+    stack over the threads of that name in ns and rounds once (DESIGN.md), and keeps one
+    thread frame per name: its sums follow the output's stacks, not the threads the input
+    ever had. Per thread, each 1.6 µs rounds to 2."""
+    evs = _same_name_threads()
+    prof = build_profile([("t.txt", iter(evs))], AggregateOptions(analyse=False, by_name=True))
+    assert folded_dict(prof) == {"worker;main;read;ksys_read;schedule": 80}   # 50 x 1.6 µs
+    assert len(prof.samples) == 1                      # one key, not one per thread
+    assert not prof.analysis.seen_tids                 # no per-thread stats kept either
+    tid, _ = fold(evs=evs, tid=True)
+    assert len(tid) == 50 and set(tid.values()) == {2}
+    # the report's path keeps every thread
+    full = build_profile([("t.txt", iter(evs))], AggregateOptions())
+    assert len(full.analysis.threads) == 50 and len(full.analysis.seen_tids) == 50
+
+
+def test_by_name_is_off_where_a_filter_needs_the_threads():
+    evs = _same_name_threads(4)
+    prof = build_profile([("t.txt", iter(evs))],
+                         AggregateOptions(analyse=False, by_name=True, filter_tids=frozenset({100, 101})))
+    assert folded_dict(prof) == {"worker;main;read;ksys_read;schedule": 4}   # 2 x 2 µs
+    assert len(prof.samples) == 2
+
+
+def test_by_name_in_wakeup_mode_names_the_waker_by_name_too():
+    a, b = Task("worker", 7, 100), Task("worker", 7, 101)
+    w1, w2 = Task("waker", 9, 200), Task("waker", 9, 201)
+    evs = [sw(0, 0, a, "S", IDLE0, STACK), sw(0, 1, b, "S", IDLE0, STACK),
+           wk(1.6, 2, w1, a), wk(1.6, 3, w2, b),
+           sw(2, 0, IDLE0, "R", a), sw(2, 1, IDLE0, "R", b)]
+    prof = build_profile([("t.txt", iter(evs))],
+                         AggregateOptions(mode="wakeup", analyse=False, by_name=True))
+    assert folded_dict(prof) == {"worker;main;read;ksys_read;schedule;--;try_to_wake_up;futex_wake;waker": 3}
+    assert len(prof.samples) == 1

@@ -200,3 +200,22 @@ def test_summary_is_deterministic_and_complete():
     assert s["causes"] == [{"cause": "lock", "blocked_us": 1_000_000, "idle": False}]
     assert s["verdict"]["reason"].startswith("svc (tid 1) spends 56% of its wall time in lock waits "
                                              "(futex), p99 50 ms")
+
+
+def test_top_stacks_list_a_printed_stack_once_summed_over_its_threads():
+    """Threads of one name with the same stack print the same line: the report lists it
+    once, their ns summed and rounded once (50 threads x 1.6 µs = 80 µs, not 2 µs 50
+    times); with --tid each thread's line is its own."""
+    from offconv.options import NamingOptions
+    from test_offcpu import _same_name_threads
+    prof = build_profile([("t.txt", iter(_same_name_threads()))], AggregateOptions())
+    d = report_data(prof)
+    blocked = [s for s in d["top_stacks"] if s["kind"] == "blocked"]
+    assert blocked == [{"kind": "blocked", "stack": "worker;main;read;ksys_read;schedule", "us": 80}]
+    (proc,) = d["top_by_process"]
+    assert proc["stacks"] == [{"stack": "worker;main;read;ksys_read;schedule", "us": 80}]
+    prof = build_profile([("t.txt", iter(_same_name_threads()))], AggregateOptions())
+    d = report_data(prof, Options(naming=NamingOptions(tid=True), report=ReportOptions(top=3)))
+    assert [s["stack"].split(";")[0] for s in d["top_stacks"] if s["kind"] == "blocked"] == \
+        ["worker-7/100", "worker-7/101", "worker-7/102"]
+    assert {s["us"] for s in d["top_stacks"] if s["kind"] == "blocked"} == {2}

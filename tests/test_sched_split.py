@@ -333,3 +333,37 @@ def test_the_fast_paths_equal_the_parts(path):
                             oncpu=False)
             sums.append(b.ns)   # in ns, before rounding
         assert sums[0] == sums[1] and sums[0], kw
+
+
+def _same_name_halves() -> str:
+    """Two threads named worker, one in each half of the file, each blocked 1.6 µs (woken
+    by a thread named waker, a different one each time), then 0.4 µs in the run queue."""
+    out = []
+    for sec, (tid, waker) in ((1, (101, 201)), (2, (102, 202))):
+        out += [
+            f"worker  {tid} [000]     {sec}.000000000: sched:sched_switch: prev_comm=worker prev_pid={tid} "
+            "prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n"
+            "\tffffffff81000001 schedule+0x1 ([kernel.kallsyms])\n",
+            f"waker  {waker} [001]     {sec}.000001600: sched:sched_wakeup: comm=worker pid={tid} prio=120 "
+            "target_cpu=000\n\tffffffff81000002 try_to_wake_up+0x1 ([kernel.kallsyms])\n",
+            f"swapper     0 [000]     {sec}.000002000: sched:sched_switch: prev_comm=swapper/0 prev_pid=0 "
+            f"prev_prio=120 prev_state=R ==> next_comm=worker next_pid={tid} next_prio=120\n"
+            "\tffffffff81000001 schedule+0x1 ([kernel.kallsyms])\n"]
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("args,line", [
+    (("--mode", "blocked", "--to", "folded"), "worker;schedule 3\n"),
+    (("--mode", "wakeup", "--to", "folded"), "worker;schedule;--;try_to_wake_up;waker 3\n"),
+])
+def test_cli_split_sums_a_name_over_both_parts_in_ns(monkeypatch, tmp_path, split_at, args, line):
+    """The two parts' threads of one name are one stack, summed in ns and rounded once
+    (2 x 1.6 µs = 3 µs, not 2 + 2), whether the part is the child's or not: the child's
+    sums are keyed by its own thread frames, taken over by name (_Builder.adopt)."""
+    plain = tmp_path / "in.txt"
+    plain.write_text(_same_name_halves())
+    serial = run(monkeypatch, tmp_path, "1", plain, *args)
+    assert serial[0] == 0 and serial[2].decode() == line
+    split_at.at = 0.3   # within the first thread's events: the second one is the child's
+    assert run(monkeypatch, tmp_path, "2", plain, *args) == serial
+    assert split_at.calls == [True]
