@@ -219,3 +219,23 @@ def test_top_stacks_list_a_printed_stack_once_summed_over_its_threads():
     assert [s["stack"].split(";")[0] for s in d["top_stacks"] if s["kind"] == "blocked"] == \
         ["worker-7/100", "worker-7/101", "worker-7/102"]
     assert {s["us"] for s in d["top_stacks"] if s["kind"] == "blocked"} == {2}
+
+
+def test_json_report_is_written_in_batches_byte_for_byte(monkeypatch):
+    """The JSON report streams the encoder's chunks (a many-thread report lists every
+    thread: json.dumps would first hold all its chunks), with the bytes of json.dumps."""
+    from offconv.renderers import json_report as jr
+    from test_offcpu import _same_name_threads
+    prof = build_profile([("t.txt", iter(_same_name_threads()))], AggregateOptions())
+    whole = json.dumps(report_data(prof), indent=2, ensure_ascii=False) + "\n"
+    writes = []
+
+    class Out:
+        def write(self, s):
+            writes.append(s)
+    for batch in (3, 8192):
+        monkeypatch.setattr(jr, "_BATCH", batch)
+        writes.clear()
+        jr.render(prof, Out())
+        assert "".join(writes) == whole
+        assert (len(writes) > 100) == (batch == 3)
