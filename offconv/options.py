@@ -62,10 +62,10 @@ class AggregateOptions:
     svg: bool = False              # the output is an SVG: a perf.data split names stacks ahead
     analyse: bool = True           # per-thread totals, causes, latencies (report, hist, verdict);
                                    # a stack output (folded, svg, ...) can do without them
-    by_name: bool = False          # the output prints a thread as its name alone (folded or SVG
-                                   # without --pid/--tid): the off-CPU path sums each stack by
-                                   # thread name, so memory follows the output's stacks, not the
-                                   # threads the input ever had
+    by_name: bool = False          # the output prints a thread as its name alone (folded, SVG,
+                                   # the report's stacks, hist; not with --pid/--tid): the off-CPU
+                                   # path sums each stack by thread name, so memory follows the
+                                   # output's stacks, not the threads the input ever had
 
 
 @dataclass(frozen=True)
