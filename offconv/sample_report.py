@@ -174,9 +174,13 @@ def _collect(profile):
 
 
 def _top(profile, n: int, label, scale) -> list:
-    items = sorted(((label(k) + (";[no call chain]" if len(k) == 1 and k[0].kind == THREAD
-                                 else ""), w) for k, w in profile.samples.items()),
-                   key=lambda kv: (-kv[1], kv[0]))
+    """The n heaviest stacks as printed: the threads whose stacks print the same (threads
+    of one name, without --pid/--tid) are summed first, so a printed stack is listed once."""
+    by_label: dict = {}
+    for k, w in profile.samples.items():
+        name = label(k) + (";[no call chain]" if len(k) == 1 and k[0].kind == THREAD else "")
+        by_label[name] = by_label.get(name, 0) + w
+    items = sorted(by_label.items(), key=lambda kv: (-kv[1], kv[0]))
     out = []
     for s, w in items:
         if scale is not None and not _us(w * scale):

@@ -293,3 +293,20 @@ def test_empty_input_is_a_one_line_error(tmp_path):
     f.write_text("# nothing\n")
     r = run(f)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_oncpu_top_stacks_list_a_printed_stack_once(tmp_path):
+    """Samples of two threads of one name in the same code print the same stack: the
+    report lists it once with both threads' samples (and per thread with --tid)."""
+    text = ""
+    for tid, n in ((101, 3), (102, 2)):
+        for i in range(n):
+            text += (f"cc1 {tid} [000] 1.{tid}{i:03d}: 1 cycles:\n"
+                     "\t    4005d6 hot (/usr/bin/cc1)\n\t    400600 main (/usr/bin/cc1)\n\n")
+    p = tmp_path / "two-threads.txt"
+    p.write_text(text)
+    d = report_json(p)
+    assert [(s["stack"], s["samples"]) for s in d["top_stacks"]] == [("cc1;main;hot", 5)]
+    d = report_json("--tid", p)
+    assert [(s["stack"], s["samples"]) for s in d["top_stacks"]] == [("cc1-?/101;main;hot", 3),
+                                                                     ("cc1-?/102;main;hot", 2)]
