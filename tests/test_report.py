@@ -227,7 +227,12 @@ def test_json_report_is_written_in_batches_byte_for_byte(monkeypatch):
     from offconv.renderers import json_report as jr
     from test_offcpu import _same_name_threads
     prof = build_profile([("t.txt", iter(_same_name_threads()))], AggregateOptions())
-    whole = json.dumps(report_data(prof), indent=2, ensure_ascii=False) + "\n"
+    data = report_data(prof)
+    # the rows of threads are made as they are written (analysis.ThreadRows)
+    assert not isinstance(data["threads"], list) and len(data["threads"]) == 50
+    whole = json.dumps({**data, "threads": list(data["threads"])}, indent=2,
+                       ensure_ascii=False) + "\n"
+    assert whole.count('"comm": "worker",\n      "pid"') == 50
     writes = []
 
     class Out:
@@ -239,3 +244,24 @@ def test_json_report_is_written_in_batches_byte_for_byte(monkeypatch):
         jr.render(prof, Out())
         assert "".join(writes) == whole
         assert (len(writes) > 100) == (batch == 3)
+
+
+@pytest.mark.parametrize("name", ["contention_a_1", "victim_a_unpinned"])
+def test_json_report_rows_spliced_byte_for_byte(name, monkeypatch):
+    """The streamed rows of threads are indented as json.dumps indents the list: the
+    whole report of a recording is json.dumps of its data with the rows listed."""
+    from pathlib import Path
+    from click.testing import CliRunner
+    from offconv.cli import app
+    from offconv.renderers import json_report as jr
+    rec = Path(__file__).parent / "fixtures" / "recorded" / name
+    path = next(rec.glob(f"{name}.perf-script.txt*"))
+    seen = []
+    monkeypatch.setattr(jr, "report_data", lambda *a: seen.append(report_data(*a)) or seen[-1])
+    r = CliRunner().invoke(app, [str(path), "--to", "json"])
+    assert r.exit_code == 0, r.stderr
+    (data,) = seen
+    assert len(data["threads"]) > 5
+    assert r.stdout == json.dumps({**data, "threads": list(data["threads"])}, indent=2,
+                                  ensure_ascii=False) + "\n"
+    assert json.loads("".join(json.JSONEncoder(indent=2).iterencode(jr._Rows([])))) == []
