@@ -8,15 +8,18 @@ percentiles and histograms ``offconv.latency``, the verdict ``offconv.verdict``.
 """
 from __future__ import annotations
 
+import sys
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from types import MappingProxyType
 from typing import Optional
 
 from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES, QUEUED_WAKER, UNREAD,
                      Classifier, from_events, queued_wakeup, unread_stack)
 from .latency import Runs, latency_stats
+from .model import Task
 from .options import ReportOptions
 from .units import ns_to_us
 
@@ -61,7 +64,31 @@ def _move(m: dict, old, new, v: int) -> None:
     m[new] = m.get(new, 0) + v
 
 
-class ThreadTotals:
+class _Derived:
+    """What a thread's sums give (ThreadTotals, and PackedThread once it ended)."""
+
+    __slots__ = ()
+
+    @property
+    def blocked(self):
+        return array("q", chain.from_iterable(self.cause_durations[c]
+                                              for c in sorted(self.cause_durations)))
+
+    @property
+    def offcpu_ns(self) -> int:
+        return self.blocked_ns + self.runq_ns
+
+    @property
+    def runq_contention_ns(self) -> int:
+        """Run-queue time spent behind another runnable task (the capacity signal)."""
+        return self.runq_ns - self.runq_idle_ns
+
+    @property
+    def wall_ns(self) -> int:
+        return self.blocked_ns + self.runq_ns + self.oncpu_ns
+
+
+class ThreadTotals(_Derived):
     """Per-thread sums (ns) and the durations needed for exact percentiles: blocked
     durations are kept once, per cause (``blocked`` concatenates them)."""
 
@@ -90,23 +117,106 @@ class ThreadTotals:
         self.runq_idle = array("q")
         self.cause_durations: dict = {}   # cause -> array of blocked durations
 
-    @property
-    def blocked(self):
-        return array("q", chain.from_iterable(self.cause_durations[c]
-                                              for c in sorted(self.cause_durations)))
 
-    @property
-    def offcpu_ns(self) -> int:
-        return self.blocked_ns + self.runq_ns
+# -- threads that ended, packed -------------------------------------------------------------
+# A parallel build runs a process for each file: 100k threads in a 1 GB recording, each with
+# its totals, a handful of small dicts and arrays (1.3 KB). Once a thread has ended (its
+# switch-out with prev_state X or Z), nothing adds to it but its interval counts, so its
+# sums are packed into one array of int64 (PackedThread, 0.3-0.5 KB), read back on demand.
+_KEYS: list = []       # the packed dicts' keys ((cause, label), (cause, waker), state, cause)
+_KEY_IDS: dict = {}    # key -> its index in _KEYS (the process's own numbering)
+_SCALARS = ("blocked_ns", "runq_ns", "runq_preempted_ns", "runq_idle_ns", "runq_throttled_ns",
+            "oncpu_ns", "unknown_ns", "periods", "woken", "timed_lock_ns", "woken_lock_ns")
+_MAPS = ("by_cause", "unknown_by_cause", "wakers", "by_state")
+_HEAD = len(_SCALARS)   # then the offsets of the sections: the maps, cause_durations,
+_SECTIONS = _HEAD + len(_MAPS) + 3   # runq_cont, runq_idle
 
-    @property
-    def runq_contention_ns(self) -> int:
-        """Run-queue time spent behind another runnable task (the capacity signal)."""
-        return self.runq_ns - self.runq_idle_ns
 
-    @property
-    def wall_ns(self) -> int:
-        return self.blocked_ns + self.runq_ns + self.oncpu_ns
+def _key_id(key) -> int:
+    i = _KEY_IDS.get(key)
+    if i is None:
+        i = _KEY_IDS[key] = len(_KEYS)
+        _KEYS.append(key)
+    return i
+
+
+class PackedThread(_Derived):
+    """A ThreadTotals of a thread that ended, in one array: its scalars (``_SCALARS``),
+    the offsets of its sections, then each dict of ``_MAPS`` as n, (key id, value) * n,
+    ``cause_durations`` as n, (key id, length, durations) * n, and ``runq_cont``,
+    ``runq_idle`` as length, durations. It reads as a ThreadTotals does (the dicts as
+    read-only mappings, made when read); what would change it unpacks it first
+    (``Analysis.thread``, ``Analysis.finish``). Only the interval counts stay attributes
+    (``Analysis.add_counts`` adds the input's at its end)."""
+
+    __slots__ = ("comm", "pid", "tid", "switches", "inferred", "no_wakeup", "_a")
+
+    def __init__(self, tt: ThreadTotals):
+        self.comm = sys.intern(tt.comm)
+        self.pid, self.tid = tt.pid, tt.tid
+        self.switches, self.inferred, self.no_wakeup = tt.switches, tt.inferred, tt.no_wakeup
+        out = [getattr(tt, f) for f in _SCALARS] + [0] * (_SECTIONS - _HEAD)
+        for i, name in enumerate(_MAPS):
+            out[_HEAD + i] = len(out)
+            m = getattr(tt, name)
+            out.append(len(m))
+            for k, v in m.items():
+                out += (_key_id(k), v)
+        out[_HEAD + len(_MAPS)] = len(out)
+        out.append(len(tt.cause_durations))
+        for k, arr in tt.cause_durations.items():
+            out += (_key_id(k), len(arr))
+            out += arr
+        for i, arr in ((1, tt.runq_cont), (2, tt.runq_idle)):
+            out[_HEAD + len(_MAPS) + i] = len(out)
+            out.append(len(arr))
+            out += arr
+        self._a = array("q", out)
+
+    def _map(self, i: int) -> dict:
+        a = self._a
+        p = a[_HEAD + i] + 1
+        return {_KEYS[a[j]]: a[j + 1] for j in range(p, p + 2 * a[p - 1], 2)}
+
+    def _durations(self, i: int) -> array:
+        a = self._a
+        p = a[_HEAD + len(_MAPS) + i]
+        return a[p + 1:p + 1 + a[p]]
+
+    def _cause_durations(self) -> dict:
+        a = self._a
+        p = a[_HEAD + len(_MAPS)]
+        out = {}
+        for _ in range(a[p]):
+            n = a[p + 2]
+            out[_KEYS[a[p + 1]]] = a[p + 3:p + 3 + n]
+            p += 2 + n
+        return out
+
+    by_cause = property(lambda self: MappingProxyType(self._map(0)))
+    unknown_by_cause = property(lambda self: MappingProxyType(self._map(1)))
+    wakers = property(lambda self: MappingProxyType(self._map(2)))
+    by_state = property(lambda self: MappingProxyType(self._map(3)))
+    cause_durations = property(lambda self: MappingProxyType(self._cause_durations()))
+    runq_cont = property(lambda self: self._durations(1))
+    runq_idle = property(lambda self: self._durations(2))
+
+    def unpack(self) -> ThreadTotals:
+        """The ThreadTotals it was (its dicts and arrays new)."""
+        tt = ThreadTotals(Task(self.comm, self.pid, self.tid))
+        a = self._a
+        for i, f in enumerate(_SCALARS):
+            setattr(tt, f, a[i])
+        tt.switches, tt.inferred, tt.no_wakeup = self.switches, self.inferred, self.no_wakeup
+        for i, name in enumerate(_MAPS):
+            setattr(tt, name, self._map(i))
+        tt.cause_durations = self._cause_durations()
+        tt.runq_cont, tt.runq_idle = self._durations(1), self._durations(2)
+        return tt
+
+
+for _i, _f in enumerate(_SCALARS):
+    setattr(PackedThread, _f, property(lambda self, _i=_i: self._a[_i]))
 
 
 @dataclass
@@ -137,7 +247,11 @@ class Analysis:
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
     sched_wakeup_events: int = 0     # of them sched_wakeup (not sched_waking, not _new)
-    seen_tids: set = field(default_factory=set)      # every tid the inputs switched out
+    seen_tids: set = field(default_factory=set)      # the tids `perf record -p` inputs switched out
+    # the input being read's stats["threads"] (tid -> ThreadCounts): a thread's are taken
+    # over when it ends (``exited``)
+    live_counts: dict = field(default_factory=dict, repr=False)
+    pinned: set = field(default_factory=set, repr=False)   # tids in pending_child or unread
     _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, Runs)
 
     def thread(self, task) -> ThreadTotals:
@@ -145,7 +259,9 @@ class Analysis:
         tt = self.threads.get(key)
         if tt is None:
             tt = self.threads[key] = ThreadTotals(task)
-        elif task.comm != tt.comm:
+        elif tt.__class__ is PackedThread:   # its tid again after it ended (tids are reused)
+            tt = self.threads[key] = tt.unpack()
+        if task.comm != tt.comm:
             tt.comm = task.comm            # latest name wins (threads rename themselves)
         if task.pid is not None:
             tt.pid = task.pid
@@ -174,11 +290,13 @@ class Analysis:
                         pending = cause   # a child's exit? known once the input is read
             cause = self._peer(p, cause)
             if pending is not None:
+                self.pinned.add(tt.tid)
                 self.pending_child.append((tt, p.woke_ns, waker.tid, waker.comm,
                                            p.blocked_ns if blocked else 0, p.unknown_ns, cause,
                                            p.state, pending))
                 cause = CHILD_PENDING
             elif cause in UNREAD and waker is not None and blocked and p.state == "S":
+                self.pinned.add(tt.tid)
                 self.unread.append((tt, p.blocked_ns, waker.tid, waker.comm, p.unknown_ns, cause))
             if waker is None and cause[0] == "lock":
                 cause = UNWOKEN_LOCK
@@ -283,6 +401,23 @@ class Analysis:
                 _recause(tt, unread, timed, d, unknown, comm)
                 if self.last_cause.get(tt.tid) == unread:
                     self.last_cause[tt.tid] = timed
+        self.pinned.clear()   # pending_child and unread are empty: nothing holds a thread
+
+    def exited(self, tid) -> None:
+        """A thread ended (its switch-out in state X or Z): it has no more periods, so
+        its sums are packed (PackedThread) and its interval counts taken over, unless a
+        wait of it is still to be decided at the end of the input (``pinned``)."""
+        tt = self.threads.get(tid)
+        if tt is None or tt.__class__ is not ThreadTotals or tid in self.pinned:
+            return
+        c = self.live_counts.pop(tid, None)
+        if c is not None:
+            tt.switches += c.switches
+            tt.inferred += c.inferred
+            tt.no_wakeup += c.no_wakeup
+        self.threads[tid] = PackedThread(tt)
+        # (last_in and last_cause stay: the wait its exit ended, its parent's, is read when
+        # that parent is switched in, after this)
 
     def woken_by_child(self, p) -> bool:
         """Whether a wait was ended by a thread of a process it created, or of one created
@@ -304,10 +439,12 @@ class Analysis:
         """Decide what the lock waits with no wakeup seen were: a thread whose futex waits
         that were seen ending mostly ended by a timer is in timed waits (idle-like); else
         they are lock waits."""
-        for tt in self.threads.values():
-            ns = tt.by_cause.pop(UNWOKEN_LOCK, None)
-            if ns is None:
+        for tid, tt in self.threads.items():
+            if UNWOKEN_LOCK not in tt.by_cause:
                 continue
+            if tt.__class__ is PackedThread:
+                tt = self.threads[tid] = tt.unpack()
+            ns = tt.by_cause.pop(UNWOKEN_LOCK)
             timed = tt.timed_lock_ns > tt.woken_lock_ns
             new = ("poll/idle", "timed wait (inferred)") if timed else ("lock", "futex")
             tt.by_cause[new] = tt.by_cause.get(new, 0) + ns
@@ -345,9 +482,11 @@ class Analysis:
                 tt.no_wakeup += c.no_wakeup
         self.wakeup_events += stats.get("wakeup_events", 0)
         self.sched_wakeup_events += stats.get("sched_wakeup_events", 0)
-        self.seen_tids.update(t for t in stats.get("threads", {}) if t)
+        if stats.get("per_process"):   # (its warning names some of them)
+            self.seen_tids.update(t for t in stats.get("threads", {}) if t)
         self.resolve_child_waits(stats.get("exits", {}))
-        self.parents.update(stats.get("parents", {}))
+        if stats.get("command"):   # (verdict.command_tree)
+            self.parents.update(stats.get("parents", {}))
         self.command |= stats.get("command", set())
         counts = stats.items()
         for tid, row in stats.get("by_tid", {}).items():

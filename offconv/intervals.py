@@ -211,14 +211,18 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
 def drive(events: Iterable, path: str, emit, lenient: bool = False,
           stats: Optional[dict] = None, include_open: bool = False,
           system_wide: bool = False, tail=None, oncpu: bool = True,
-          per_thread: bool = True) -> None:
+          per_thread: bool = True, on_exit=None) -> None:
     """intervals(), each record handed to ``emit`` as it is made (no generator between
     the machine and its consumer: the off-CPU path's fast way). ``per_thread``: False
     keeps no per-thread stats (``threads``, ``exits``, ``parents``: the analysis's), so
     that a stack output's memory does not grow with the threads the input had; a `perf
-    record -p` recording keeps them all the same (its warning names its threads)."""
+    record -p` recording keeps them all the same (its warning names its threads).
+    ``on_exit(tid)``: called when a thread has ended, after its last record was handed to
+    ``emit`` (not for a `perf record -p` recording, which has no switch-ins)."""
     machine, events = _machine(events, path, lenient, stats, system_wide, tail, emit, oncpu,
                                per_thread)
+    if not machine.per_process:
+        machine.on_exit = on_exit
     run(machine, events)
     if tail is not None:
         tail.join(machine)
@@ -266,6 +270,9 @@ class _Machine:
     def __init__(self, path: str, lenient: bool, stats: dict, per_process: bool,
                  emit=None, oncpu: bool = True, per_thread: bool = True):
         self.emit = emit        # called with each record made
+        # called with a thread's tid after its last record (its switch-out as dead): the
+        # analysis packs what it keeps of it (analysis.Analysis.exited)
+        self.on_exit = None
         self.oncpu = oncpu      # make OnCpu records
         self.per_thread = per_thread   # stats["threads"], ["exits"], ["parents"] kept
         if not per_thread:
@@ -348,6 +355,8 @@ class _Machine:
             self.threads.pop(key, None)
             if prev.tid:
                 self.stats["exits"][prev.tid] = t
+                if self.on_exit is not None:
+                    self.on_exit(prev.tid)
             return
         phase = RQ if is_preempted(ev.prev_state) else BLK
         th = self.threads[key] = _Thread(phase, t, ev.prev_state, ev.stack, prev)

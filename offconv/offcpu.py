@@ -432,11 +432,14 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
         for path, events in inputs:
             stats: dict = {"parents": {}}
             b.analysis.live_parents = stats["parents"]   # filled as the events are read
+            stats["threads"] = b.analysis.live_counts = {}
             tail = getattr(events, "tail", None)  # its second part in another process
             recs: list = []
             drive(events, path, recs.append if select else b.feed, lenient=lenient,
                   stats=stats, include_open=opts.include_open, system_wide=path in recorded,
-                  tail=tail, oncpu=oncpu, per_thread=opts.analyse)
+                  tail=tail, oncpu=oncpu, per_thread=opts.analyse,
+                  # records held back for a selection are fed after the input: no packing
+                  on_exit=b.analysis.exited if opts.analyse and not select else None)
             if select:
                 b.learn(recs)
                 for rec in recs:

@@ -197,12 +197,12 @@ def test_by_name_sums_the_threads_of_a_name_in_ns_and_rounds_once():
     prof = build_profile([("t.txt", iter(evs))], AggregateOptions(analyse=False, by_name=True))
     assert folded_dict(prof) == {"worker;main;read;ksys_read;schedule": 80}   # 50 x 1.6 µs
     assert len(prof.samples) == 1                      # one key, not one per thread
-    assert not prof.analysis.seen_tids                 # no per-thread stats kept either
+    assert not prof.analysis.live_counts               # no per-thread stats kept either
     tid, _ = fold(evs=evs, tid=True)
     assert len(tid) == 50 and set(tid.values()) == {2}
     # the report's path keeps every thread
     full = build_profile([("t.txt", iter(evs))], AggregateOptions())
-    assert len(full.analysis.threads) == 50 and len(full.analysis.seen_tids) == 50
+    assert len(full.analysis.threads) == 50 and len(full.analysis.live_counts) == 50
 
 
 def test_by_name_is_off_where_a_filter_needs_the_threads():

@@ -1,0 +1,104 @@
+"""Threads that ended are packed (analysis.PackedThread): a parallel build's recording has
+a thread per process it ran, and their sums were most of the report's memory (issue 14).
+A packed thread reads as the ThreadTotals it was, and the report with packing is the
+report without it, byte for byte, on every recording."""
+from __future__ import annotations
+
+from array import array
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from offconv import analysis
+from offconv.analysis import Analysis, PackedThread, ThreadTotals
+from offconv.cli import app
+from offconv.model import Task
+
+REC = Path(__file__).parent / "fixtures" / "recorded"
+RECORDINGS = sorted(p for p in REC.rglob("*.perf-script.txt*"))
+FIELDS = ("comm", "pid", "tid", "blocked_ns", "runq_ns", "runq_preempted_ns", "runq_idle_ns",
+          "runq_throttled_ns", "oncpu_ns", "unknown_ns", "periods", "woken", "timed_lock_ns",
+          "woken_lock_ns", "switches", "inferred", "no_wakeup", "offcpu_ns", "wall_ns",
+          "runq_contention_ns")
+CONTAINERS = ("by_cause", "unknown_by_cause", "wakers", "by_state", "cause_durations",
+              "runq_cont", "runq_idle", "blocked")
+
+
+def _full() -> ThreadTotals:
+    tt = ThreadTotals(Task("cc1", 4242, 4243))
+    for i, f in enumerate(FIELDS[3:14]):
+        setattr(tt, f, 10_000_000_000 + i)       # beyond 32 bits
+    tt.switches, tt.inferred, tt.no_wakeup = 7, 2, 1
+    tt.by_cause = {("disk", "read"): 5, ("lock", "futex"): 3_000_000_000_000}
+    tt.unknown_by_cause = {("disk", "read"): 9}
+    tt.wakers = {(("disk", "read"), "kworker/0:1"): 5, (("lock", "futex"), "make"): 1}
+    tt.by_state = {"D": 5, "S": 3}
+    tt.cause_durations = {"lock": array("q", [3, 1, 2]), "disk": array("q", [5])}
+    tt.runq_cont = array("q", [10, 20])
+    tt.runq_idle = array("q")
+    return tt
+
+
+def _same(a, b) -> None:
+    for f in FIELDS:
+        assert getattr(a, f) == getattr(b, f), f
+    for f in CONTAINERS:
+        x, y = getattr(a, f), getattr(b, f)
+        assert dict(x) == dict(y) if isinstance(x, dict) or hasattr(x, "keys") else list(x) == list(y), f
+        if hasattr(x, "keys"):
+            assert list(x) == list(y), f"{f}: key order"
+
+
+def test_a_packed_thread_reads_as_the_thread_it_was_and_unpacks_to_it():
+    tt = _full()
+    p = PackedThread(tt)
+    _same(p, tt)
+    assert list(p.cause_durations["lock"]) == [3, 1, 2]
+    with pytest.raises(TypeError):
+        p.by_cause[("disk", "read")] = 1           # read-only: a change unpacks first
+    back = p.unpack()
+    assert back.__class__ is ThreadTotals
+    _same(back, tt)
+    back.by_cause[("disk", "read")] += 1           # its own dicts again
+    assert p.by_cause[("disk", "read")] == 5
+    empty = PackedThread(ThreadTotals(Task("sh", None, 9)))
+    assert not empty.by_cause and not empty.cause_durations and len(empty.runq_cont) == 0
+    assert empty.wall_ns == 0 and empty.pid is None
+
+
+def test_a_tid_used_again_after_its_thread_ended_unpacks_it():
+    an = Analysis()
+    tt = an.thread(Task("a", 1, 5))
+    tt.blocked_ns = 100
+    an.exited(5)
+    assert an.threads[5].__class__ is PackedThread
+    again = an.thread(Task("b", 1, 5))
+    assert again.__class__ is ThreadTotals and again.blocked_ns == 100 and again.comm == "b"
+    an.pinned.add(6)
+    an.thread(Task("c", 1, 6))
+    an.exited(6)                                  # a wait of it is still to be decided
+    assert an.threads[6].__class__ is ThreadTotals
+
+
+def _report(path: Path, args: list) -> str:
+    r = CliRunner().invoke(app, [str(path), *args])
+    assert r.exit_code == 0, r.stderr
+    return r.stdout
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.parent.name + "/" + p.name)
+def test_the_report_with_packed_threads_is_the_report_without(path, monkeypatch):
+    packed = []
+    real = Analysis.exited
+
+    def exited(self, tid):
+        real(self, tid)
+        packed.append(self.threads.get(tid).__class__ is PackedThread)
+    monkeypatch.setattr(Analysis, "exited", exited)
+    got = [_report(path, ["--to", "json"]), _report(path, ["--to", "report"])]
+    monkeypatch.setattr(Analysis, "exited", lambda self, tid: None)
+    assert got == [_report(path, ["--to", "json"]), _report(path, ["--to", "report"])]
+    exits = sum(packed)
+    if path.parent.name in ("make_j4", "sched_record_build", "shell_children", "contention_a_1"):
+        assert exits >= 10, exits                 # these recordings run many processes
