@@ -486,7 +486,10 @@ class Analysis:
             self.seen_tids.update(t for t in stats.get("threads", {}) if t)
         self.resolve_child_waits(stats.get("exits", {}))
         if stats.get("command"):   # (verdict.command_tree)
-            self.parents.update(stats.get("parents", {}))
+            if self.parents:
+                self.parents.update(stats.get("parents", {}))
+            else:   # the input's own map, not a copy of it (a thread each)
+                self.parents = stats.get("parents", {})
         self.command |= stats.get("command", set())
         counts = stats.items()
         for tid, row in stats.get("by_tid", {}).items():
@@ -523,10 +526,11 @@ class Analysis:
         periods = sum(tt.periods for tt in self.threads.values())
         got = self._runs.get(kind)
         if got is None or got[0] != periods:
+            # (generators: a packed thread's arrays are made as Runs reads them)
             if kind == "blocked":
-                seqs = [arr for tt in self.threads.values() for arr in tt.cause_durations.values()]
+                seqs = (arr for tt in self.threads.values() for arr in tt.cause_durations.values())
             else:
-                seqs = [arr for tt in self.threads.values() for arr in (tt.runq_cont, tt.runq_idle)]
+                seqs = (arr for tt in self.threads.values() for arr in (tt.runq_cont, tt.runq_idle))
             got = self._runs[kind] = (periods, Runs(seqs))
         return got[1]
 
