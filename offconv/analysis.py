@@ -122,14 +122,16 @@ class ThreadTotals(_Derived):
 # A parallel build runs a process for each file: 100k threads in a 1 GB recording, each with
 # its totals, a handful of small dicts and arrays (1.3 KB). Once a thread has ended (its
 # switch-out with prev_state X or Z), nothing adds to it but its interval counts, so its
-# sums are packed into one array of int64 (PackedThread, 0.3-0.5 KB), read back on demand.
+# sums are packed into a run of int64 in a shared arena (PackedThread, about 0.3 KB with the
+# object), read back on demand.
 _KEYS: list = []       # the packed dicts' keys ((cause, label), (cause, waker), state, cause)
 _KEY_IDS: dict = {}    # key -> its index in _KEYS (the process's own numbering)
 _SCALARS = ("blocked_ns", "runq_ns", "runq_preempted_ns", "runq_idle_ns", "runq_throttled_ns",
             "oncpu_ns", "unknown_ns", "periods", "woken", "timed_lock_ns", "woken_lock_ns")
 _MAPS = ("by_cause", "unknown_by_cause", "wakers", "by_state")
-_HEAD = len(_SCALARS)   # then the offsets of the sections: the maps, cause_durations,
-_SECTIONS = _HEAD + len(_MAPS) + 3   # runq_cont, runq_idle
+_NBITS = 12                      # a count of the packed dicts (and of cause_durations' keys)
+_NMAX = (1 << _NBITS) - 1        # beyond it, a thread stays unpacked
+ARENA_CHUNK = 1 << 20            # int64 in an arena's chunk (8 MB) before it starts another
 
 
 def _key_id(key) -> int:
@@ -140,83 +142,131 @@ def _key_id(key) -> int:
     return i
 
 
+class Arena:
+    """Where packed threads live: runs of int64 appended to a chunk, a new chunk when one
+    would pass ARENA_CHUNK (no copy of what is packed as it grows)."""
+
+    __slots__ = ("chunk",)
+
+    def __init__(self):
+        self.chunk = array("q")
+
+    def put(self, values: list) -> tuple:
+        c = self.chunk
+        if c and len(c) + len(values) > ARENA_CHUNK:
+            c = self.chunk = array("q")
+        at = len(c)
+        c.extend(values)
+        return c, at
+
+
+def pack(tt: ThreadTotals, arena: Arena) -> Optional["PackedThread"]:
+    """``tt`` as a PackedThread in ``arena``, or None when a dict of it is too big to pack
+    (more than _NMAX keys)."""
+    sizes = [len(getattr(tt, name)) for name in _MAPS] + [len(tt.cause_durations)]
+    if max(sizes) > _NMAX:
+        return None
+    scalars = [getattr(tt, f) for f in _SCALARS]
+    mask = 0
+    for i, v in enumerate(scalars):
+        if v:
+            mask |= 1 << i
+    counts = 0
+    for i, n in enumerate(sizes):
+        counts |= n << (_NBITS * i)
+    out = [mask, counts]
+    out += [v for v in scalars if v]
+    for name in _MAPS:
+        for k, v in getattr(tt, name).items():
+            out += (_key_id(k), v)
+    for k, arr in tt.cause_durations.items():
+        out += (_key_id(k), len(arr))
+        out += arr
+    for arr in (tt.runq_cont, tt.runq_idle):
+        out.append(len(arr))
+        out += arr
+    chunk, at = arena.put(out)
+    return PackedThread(tt, chunk, at)
+
+
 class PackedThread(_Derived):
-    """A ThreadTotals of a thread that ended, in one array: its scalars (``_SCALARS``),
-    the offsets of its sections, then each dict of ``_MAPS`` as n, (key id, value) * n,
-    ``cause_durations`` as n, (key id, length, durations) * n, and ``runq_cont``,
-    ``runq_idle`` as length, durations. It reads as a ThreadTotals does (the dicts as
-    read-only mappings, made when read); what would change it unpacks it first
-    (``Analysis.thread``, ``Analysis.finish``). Only the interval counts stay attributes
-    (``Analysis.add_counts`` adds the input's at its end)."""
+    """A ThreadTotals of a thread that ended, as a run of int64 in an arena's chunk (``pack``):
+    a mask of its non-zero scalars (``_SCALARS``), the counts of its dicts (``_NBITS`` each:
+    ``_MAPS``, then ``cause_durations``), those scalars, each dict of ``_MAPS`` as (key id,
+    value) pairs, ``cause_durations`` as (key id, length, durations) runs, then
+    ``runq_cont`` and ``runq_idle`` as length, durations. It reads as a ThreadTotals does
+    (its dicts as read-only mappings, made when read); what would change it unpacks it
+    first (``Analysis.thread``, ``Analysis.finish``). Only the interval counts stay
+    attributes (``Analysis.add_counts`` adds the input's at its end)."""
 
-    __slots__ = ("comm", "pid", "tid", "switches", "inferred", "no_wakeup", "_a")
+    __slots__ = ("comm", "pid", "tid", "switches", "inferred", "no_wakeup", "_a", "_at")
 
-    def __init__(self, tt: ThreadTotals):
+    def __init__(self, tt: ThreadTotals, chunk: array, at: int):
         self.comm = sys.intern(tt.comm)
         self.pid, self.tid = tt.pid, tt.tid
         self.switches, self.inferred, self.no_wakeup = tt.switches, tt.inferred, tt.no_wakeup
-        out = [getattr(tt, f) for f in _SCALARS] + [0] * (_SECTIONS - _HEAD)
-        for i, name in enumerate(_MAPS):
-            out[_HEAD + i] = len(out)
-            m = getattr(tt, name)
-            out.append(len(m))
-            for k, v in m.items():
-                out += (_key_id(k), v)
-        out[_HEAD + len(_MAPS)] = len(out)
-        out.append(len(tt.cause_durations))
-        for k, arr in tt.cause_durations.items():
-            out += (_key_id(k), len(arr))
-            out += arr
-        for i, arr in ((1, tt.runq_cont), (2, tt.runq_idle)):
-            out[_HEAD + len(_MAPS) + i] = len(out)
-            out.append(len(arr))
-            out += arr
-        self._a = array("q", out)
+        self._a, self._at = chunk, at
+
+    def _scalar(self, i: int) -> int:
+        a, at = self._a, self._at
+        mask = a[at]
+        if not mask >> i & 1:
+            return 0
+        return a[at + 2 + (mask & ((1 << i) - 1)).bit_count()]
+
+    def _count(self, i: int) -> int:
+        return self._a[self._at + 1] >> (_NBITS * i) & _NMAX
+
+    def _maps_at(self) -> int:
+        return self._at + 2 + self._a[self._at].bit_count()
 
     def _map(self, i: int) -> dict:
         a = self._a
-        p = a[_HEAD + i] + 1
-        return {_KEYS[a[j]]: a[j + 1] for j in range(p, p + 2 * a[p - 1], 2)}
-
-    def _durations(self, i: int) -> array:
-        a = self._a
-        p = a[_HEAD + len(_MAPS) + i]
-        return a[p + 1:p + 1 + a[p]]
+        p = self._maps_at() + 2 * sum(self._count(j) for j in range(i))
+        return {_KEYS[a[j]]: a[j + 1] for j in range(p, p + 2 * self._count(i), 2)}
 
     def _cause_durations(self) -> dict:
         a = self._a
-        p = a[_HEAD + len(_MAPS)]
+        p = self._maps_at() + 2 * sum(self._count(j) for j in range(len(_MAPS)))
         out = {}
-        for _ in range(a[p]):
-            n = a[p + 2]
-            out[_KEYS[a[p + 1]]] = a[p + 3:p + 3 + n]
+        for _ in range(self._count(len(_MAPS))):
+            n = a[p + 1]
+            out[_KEYS[a[p]]] = a[p + 2:p + 2 + n]
             p += 2 + n
         return out
+
+    def _durations(self, i: int) -> array:
+        a = self._a
+        p = self._maps_at() + 2 * sum(self._count(j) for j in range(len(_MAPS)))
+        for _ in range(self._count(len(_MAPS))):
+            p += 2 + a[p + 1]
+        if i:
+            p += 1 + a[p]
+        return a[p + 1:p + 1 + a[p]]
 
     by_cause = property(lambda self: MappingProxyType(self._map(0)))
     unknown_by_cause = property(lambda self: MappingProxyType(self._map(1)))
     wakers = property(lambda self: MappingProxyType(self._map(2)))
     by_state = property(lambda self: MappingProxyType(self._map(3)))
     cause_durations = property(lambda self: MappingProxyType(self._cause_durations()))
-    runq_cont = property(lambda self: self._durations(1))
-    runq_idle = property(lambda self: self._durations(2))
+    runq_cont = property(lambda self: self._durations(0))
+    runq_idle = property(lambda self: self._durations(1))
 
     def unpack(self) -> ThreadTotals:
         """The ThreadTotals it was (its dicts and arrays new)."""
         tt = ThreadTotals(Task(self.comm, self.pid, self.tid))
-        a = self._a
         for i, f in enumerate(_SCALARS):
-            setattr(tt, f, a[i])
+            setattr(tt, f, self._scalar(i))
         tt.switches, tt.inferred, tt.no_wakeup = self.switches, self.inferred, self.no_wakeup
         for i, name in enumerate(_MAPS):
             setattr(tt, name, self._map(i))
         tt.cause_durations = self._cause_durations()
-        tt.runq_cont, tt.runq_idle = self._durations(1), self._durations(2)
+        tt.runq_cont, tt.runq_idle = self._durations(0), self._durations(1)
         return tt
 
 
 for _i, _f in enumerate(_SCALARS):
-    setattr(PackedThread, _f, property(lambda self, _i=_i: self._a[_i]))
+    setattr(PackedThread, _f, property(lambda self, _i=_i: self._scalar(_i)))
 
 
 @dataclass
@@ -252,6 +302,7 @@ class Analysis:
     # over when it ends (``exited``)
     live_counts: dict = field(default_factory=dict, repr=False)
     pinned: set = field(default_factory=set, repr=False)   # tids in pending_child or unread
+    arena: Arena = field(default_factory=Arena, repr=False)   # where exited threads are packed
     _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, Runs)
 
     def thread(self, task) -> ThreadTotals:
@@ -415,7 +466,9 @@ class Analysis:
             tt.switches += c.switches
             tt.inferred += c.inferred
             tt.no_wakeup += c.no_wakeup
-        self.threads[tid] = PackedThread(tt)
+        packed = pack(tt, self.arena)
+        if packed is not None:
+            self.threads[tid] = packed
         # (last_in and last_cause stay: the wait its exit ended, its parent's, is read when
         # that parent is switched in, after this)
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from offconv import analysis
-from offconv.analysis import Analysis, PackedThread, ThreadTotals
+from offconv.analysis import Analysis, Arena, PackedThread, ThreadTotals, pack
 from offconv.cli import app
 from offconv.model import Task
 
@@ -52,7 +52,10 @@ def _same(a, b) -> None:
 
 def test_a_packed_thread_reads_as_the_thread_it_was_and_unpacks_to_it():
     tt = _full()
-    p = PackedThread(tt)
+    arena = Arena()
+    arena.put([1, 2, 3])                          # not at the start of its chunk
+    p = pack(tt, arena)
+    assert p._at == 3
     _same(p, tt)
     assert list(p.cause_durations["lock"]) == [3, 1, 2]
     with pytest.raises(TypeError):
@@ -62,9 +65,27 @@ def test_a_packed_thread_reads_as_the_thread_it_was_and_unpacks_to_it():
     _same(back, tt)
     back.by_cause[("disk", "read")] += 1           # its own dicts again
     assert p.by_cause[("disk", "read")] == 5
-    empty = PackedThread(ThreadTotals(Task("sh", None, 9)))
+    before = len(arena.chunk)
+    empty = pack(ThreadTotals(Task("sh", None, 9)), arena)
     assert not empty.by_cause and not empty.cause_durations and len(empty.runq_cont) == 0
     assert empty.wall_ns == 0 and empty.pid is None
+    assert len(arena.chunk) - before == 4      # mask, counts, two lengths: no zero kept
+    _same(p, tt)                                 # packing another leaves it as it was
+
+
+def test_the_arena_starts_a_new_chunk_and_a_thread_too_big_stays_unpacked(monkeypatch):
+    monkeypatch.setattr(analysis, "ARENA_CHUNK", 40)
+    arena = Arena()
+    packed = [pack(_full(), arena) for _ in range(5)]
+    assert len({id(p._a) for p in packed}) > 1 and all(len(p._a) <= 40 for p in packed)
+    for p in packed:
+        _same(p, _full())
+    monkeypatch.setattr(analysis, "_NMAX", 1)
+    assert pack(_full(), arena) is None          # two keys in by_cause: more than _NMAX
+    an = Analysis()
+    an.threads[5] = _full()
+    an.exited(5)
+    assert an.threads[5].__class__ is ThreadTotals
 
 
 def test_a_tid_used_again_after_its_thread_ended_unpacks_it():
