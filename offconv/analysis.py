@@ -132,6 +132,7 @@ _MAPS = ("by_cause", "unknown_by_cause", "wakers", "by_state")
 _NBITS = 12                      # a count of the packed dicts (and of cause_durations' keys)
 _NMAX = (1 << _NBITS) - 1        # beyond it, a thread stays unpacked
 ARENA_CHUNK = 1 << 20            # int64 in an arena's chunk (8 MB) before it starts another
+_EMPTY = MappingProxyType({})
 
 
 def _key_id(key) -> int:
@@ -196,8 +197,9 @@ class PackedThread(_Derived):
     value) pairs, ``cause_durations`` as (key id, length, durations) runs, then
     ``runq_cont`` and ``runq_idle`` as length, durations. It reads as a ThreadTotals does
     (its dicts as read-only mappings, made when read); what would change it unpacks it
-    first (``Analysis.thread``, ``Analysis.finish``). Only the interval counts stay
-    attributes (``Analysis.add_counts`` adds the input's at its end)."""
+    first (``Analysis.thread``), and a thread ``Analysis.finish`` would change is not
+    packed. Only the interval counts stay attributes (``Analysis.add_counts`` adds the
+    input's at its end)."""
 
     __slots__ = ("comm", "pid", "tid", "switches", "inferred", "no_wakeup", "_a", "_at")
 
@@ -220,10 +222,13 @@ class PackedThread(_Derived):
     def _maps_at(self) -> int:
         return self._at + 2 + self._a[self._at].bit_count()
 
-    def _map(self, i: int) -> dict:
+    def _map(self, i: int):
+        n = self._count(i)
+        if not n:
+            return _EMPTY
         a = self._a
         p = self._maps_at() + 2 * sum(self._count(j) for j in range(i))
-        return {_KEYS[a[j]]: a[j + 1] for j in range(p, p + 2 * self._count(i), 2)}
+        return MappingProxyType({_KEYS[a[j]]: a[j + 1] for j in range(p, p + 2 * n, 2)})
 
     def _cause_durations(self) -> dict:
         a = self._a
@@ -244,10 +249,10 @@ class PackedThread(_Derived):
             p += 1 + a[p]
         return a[p + 1:p + 1 + a[p]]
 
-    by_cause = property(lambda self: MappingProxyType(self._map(0)))
-    unknown_by_cause = property(lambda self: MappingProxyType(self._map(1)))
-    wakers = property(lambda self: MappingProxyType(self._map(2)))
-    by_state = property(lambda self: MappingProxyType(self._map(3)))
+    by_cause = property(lambda self: self._map(0))
+    unknown_by_cause = property(lambda self: self._map(1))
+    wakers = property(lambda self: self._map(2))
+    by_state = property(lambda self: self._map(3))
     cause_durations = property(lambda self: MappingProxyType(self._cause_durations()))
     runq_cont = property(lambda self: self._durations(0))
     runq_idle = property(lambda self: self._durations(1))
@@ -259,7 +264,7 @@ class PackedThread(_Derived):
             setattr(tt, f, self._scalar(i))
         tt.switches, tt.inferred, tt.no_wakeup = self.switches, self.inferred, self.no_wakeup
         for i, name in enumerate(_MAPS):
-            setattr(tt, name, self._map(i))
+            setattr(tt, name, dict(self._map(i)))
         tt.cause_durations = self._cause_durations()
         tt.runq_cont, tt.runq_idle = self._durations(0), self._durations(1)
         return tt
@@ -457,9 +462,11 @@ class Analysis:
     def exited(self, tid) -> None:
         """A thread ended (its switch-out in state X or Z): it has no more periods, so
         its sums are packed (PackedThread) and its interval counts taken over, unless a
-        wait of it is still to be decided at the end of the input (``pinned``)."""
+        wait of it is still to be decided at the end of the input (``pinned``) or at the
+        end of all inputs (a futex wait with no wakeup seen: ``finish``)."""
         tt = self.threads.get(tid)
-        if tt is None or tt.__class__ is not ThreadTotals or tid in self.pinned:
+        if (tt is None or tt.__class__ is not ThreadTotals or tid in self.pinned
+                or UNWOKEN_LOCK in tt.by_cause):   # (decided by finish(), at the end)
             return
         c = self.live_counts.pop(tid, None)
         if c is not None:
@@ -492,12 +499,12 @@ class Analysis:
         """Decide what the lock waits with no wakeup seen were: a thread whose futex waits
         that were seen ending mostly ended by a timer is in timed waits (idle-like); else
         they are lock waits."""
-        for tid, tt in self.threads.items():
-            if UNWOKEN_LOCK not in tt.by_cause:
-                continue
+        for tt in self.threads.values():
             if tt.__class__ is PackedThread:
-                tt = self.threads[tid] = tt.unpack()
-            ns = tt.by_cause.pop(UNWOKEN_LOCK)
+                continue   # (exited() leaves a thread with such waits unpacked)
+            ns = tt.by_cause.pop(UNWOKEN_LOCK, None)
+            if ns is None:
+                continue
             timed = tt.timed_lock_ns > tt.woken_lock_ns
             new = ("poll/idle", "timed wait (inferred)") if timed else ("lock", "futex")
             tt.by_cause[new] = tt.by_cause.get(new, 0) + ns

@@ -100,6 +100,14 @@ def test_a_tid_used_again_after_its_thread_ended_unpacks_it():
     an.thread(Task("c", 1, 6))
     an.exited(6)                                  # a wait of it is still to be decided
     assert an.threads[6].__class__ is ThreadTotals
+    tt = an.thread(Task("d", 1, 7))
+    tt.by_cause[analysis.UNWOKEN_LOCK] = 50       # a futex wait with no wakeup seen
+    tt.cause_durations["lock?"] = array("q", [50])
+    tt.timed_lock_ns, tt.woken_lock_ns = 0, 10
+    an.exited(7)                                  # decided by finish(), after all inputs
+    assert an.threads[7].__class__ is ThreadTotals
+    an.finish()
+    assert dict(an.threads[7].by_cause) == {("lock", "futex"): 50}
 
 
 def _report(path: Path, args: list) -> str:
