@@ -31,6 +31,9 @@ MAX_GENERATIONS = 16    # creators followed up from a waker (woken_by_child)
 # 4-40 us in the perf sched record fixtures)
 CHILD_EXIT_NS = 10_000_000
 CHILD_PENDING = ("child?", "")   # until resolve_child_waits
+# threads that ended between two purges of what they leave in last_in, last_cause and the
+# input's exits (Analysis._purge): a tid is dropped one to two rounds after it ended
+PURGE_EVERY = 4096
 
 
 # timed waits without a call chain (Analysis._resolve_timed_waits)
@@ -308,6 +311,10 @@ class Analysis:
     live_counts: dict = field(default_factory=dict, repr=False)
     pinned: set = field(default_factory=set, repr=False)   # tids in pending_child or unread
     arena: Arena = field(default_factory=Arena, repr=False)   # where exited threads are packed
+    # the input being read's exits (tid -> when it ended), for resolve_child_waits
+    live_exits: dict = field(default_factory=dict, repr=False)
+    _dead: list = field(default_factory=list, repr=False)      # tids ended since the purge
+    _dead_old: list = field(default_factory=list, repr=False)  # and before it (_purge)
     _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, Runs)
 
     def thread(self, task) -> ThreadTotals:
@@ -459,11 +466,16 @@ class Analysis:
                     self.last_cause[tt.tid] = timed
         self.pinned.clear()   # pending_child and unread are empty: nothing holds a thread
 
-    def exited(self, tid) -> None:
+    def exited(self, tid, held=None) -> None:
         """A thread ended (its switch-out in state X or Z): it has no more periods, so
         its sums are packed (PackedThread) and its interval counts taken over, unless a
         wait of it is still to be decided at the end of the input (``pinned``) or at the
-        end of all inputs (a futex wait with no wakeup seen: ``finish``)."""
+        end of all inputs (a futex wait with no wakeup seen: ``finish``). ``held()``: the
+        tids the interval machine still names (``_purge``), when it can tell."""
+        if held is not None:
+            self._dead.append(tid)
+            if len(self._dead) >= PURGE_EVERY:
+                self._purge(held())
         tt = self.threads.get(tid)
         if (tt is None or tt.__class__ is not ThreadTotals or tid in self.pinned
                 or UNWOKEN_LOCK in tt.by_cause):   # (decided by finish(), at the end)
@@ -478,6 +490,27 @@ class Analysis:
             self.threads[tid] = packed
         # (last_in and last_cause stay: the wait its exit ended, its parent's, is read when
         # that parent is switched in, after this)
+
+    def _purge(self, held: set) -> None:
+        """Forget what the threads that ended a round ago left in ``last_in``,
+        ``last_cause`` and the input's exits, unless the interval machine still names them
+        (a live thread of that tid; the waker of a thread woken and not yet switched in,
+        whose period will read them) or a wait waits on their exit (``pending_child``).
+        These maps are read only for a period's waker, and a thread that ended wakes no
+        one: a build that runs a process per file would otherwise keep them for every one
+        of its 100k threads. (A round of PURGE_EVERY exits in between leaves room for a
+        wakeup recorded out of order.)"""
+        old, self._dead_old, self._dead = self._dead_old, self._dead, []
+        if self.pending_child:
+            held = held | {item[2] for item in self.pending_child}
+        last_in, last_cause, exits = self.last_in, self.last_cause, self.live_exits
+        for tid in old:
+            if tid in held:
+                self._dead.append(tid)   # again at the next purge
+                continue
+            last_in.pop(tid, None)
+            last_cause.pop(tid, None)
+            exits.pop(tid, None)
 
     def woken_by_child(self, p) -> bool:
         """Whether a wait was ended by a thread of a process it created, or of one created

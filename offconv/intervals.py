@@ -217,8 +217,9 @@ def drive(events: Iterable, path: str, emit, lenient: bool = False,
     keeps no per-thread stats (``threads``, ``exits``, ``parents``: the analysis's), so
     that a stack output's memory does not grow with the threads the input had; a `perf
     record -p` recording keeps them all the same (its warning names its threads).
-    ``on_exit(tid)``: called when a thread has ended, after its last record was handed to
-    ``emit`` (not for a `perf record -p` recording, which has no switch-ins)."""
+    ``on_exit(tid, held)``: called when a thread has ended, after its last record was
+    handed to ``emit`` (not for a `perf record -p` recording, which has no switch-ins);
+    ``held()`` gives the tids the machine's state still names (``_Machine.held``)."""
     machine, events = _machine(events, path, lenient, stats, system_wide, tail, emit, oncpu,
                                per_thread)
     if not machine.per_process:
@@ -290,6 +291,17 @@ class _Machine:
         self.last_ns: Optional[int] = None
         self.first_ns: Optional[int] = None
 
+    def held(self) -> set:
+        """The tids the state names: the live threads, and the wakers of the woken threads
+        not yet switched in (a record still to come names them)."""
+        out = set()
+        for st in self.threads.values():
+            if st.task is not None:
+                out.add(st.task.tid)
+            if st.waker is not None:
+                out.add(st.waker.tid)
+        return out
+
     def other(self, rec) -> None:
         """A record other than a SchedEvent: counted (the scheduler's other tracepoints,
         perf sched record's sched_stat_runtime, sched_migrate_task, ..., apart from on-CPU
@@ -356,7 +368,7 @@ class _Machine:
             if prev.tid:
                 self.stats["exits"][prev.tid] = t
                 if self.on_exit is not None:
-                    self.on_exit(prev.tid)
+                    self.on_exit(prev.tid, self.held)
             return
         phase = RQ if is_preempted(ev.prev_state) else BLK
         th = self.threads[key] = _Thread(phase, t, ev.prev_state, ev.stack, prev)

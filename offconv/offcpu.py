@@ -430,8 +430,9 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
     tails = [t for t in (getattr(events, "tail", None) for _, events in inputs) if t is not None]
     try:
         for path, events in inputs:
-            stats: dict = {"parents": {}}
+            stats: dict = {"parents": {}, "exits": {}}
             b.analysis.live_parents = stats["parents"]   # filled as the events are read
+            b.analysis.live_exits = stats["exits"]
             stats["threads"] = b.analysis.live_counts = {}
             tail = getattr(events, "tail", None)  # its second part in another process
             recs: list = []
