@@ -18,7 +18,7 @@ from typing import Optional
 
 from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES, QUEUED_WAKER, UNREAD,
                      Classifier, from_events, queued_wakeup, unread_stack)
-from .latency import Runs, latency_stats
+from .latency import Runs, latency_stats, log2_buckets, percentile
 from .model import Task
 from .options import ReportOptions
 from .units import ns_to_us
@@ -315,7 +315,7 @@ class Analysis:
     live_exits: dict = field(default_factory=dict, repr=False)
     _dead: list = field(default_factory=list, repr=False)      # tids ended since the purge
     _dead_old: list = field(default_factory=list, repr=False)  # and before it (_purge)
-    _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, Runs)
+    _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, summary)
 
     def thread(self, task) -> ThreadTotals:
         key = task.tid
@@ -614,17 +614,28 @@ class Analysis:
             self.last_ns = l
 
     def runs(self, kind: str) -> Runs:
-        """The durations of ``kind`` ("blocked", "runq") of every thread as a ``Runs``
-        (sorted copies, 8 bytes a value; kept until another period is added)."""
+        """The durations of ``kind`` ("blocked", "runq") of every thread as a ``Runs`` (a
+        sorted copy, 8 bytes a value: not kept; ``summary`` keeps what is read of it)."""
+        # (generators: a packed thread's arrays are made as Runs reads them)
+        if kind == "blocked":
+            seqs = (arr for tt in self.threads.values() for arr in tt.cause_durations.values())
+        else:
+            seqs = (arr for tt in self.threads.values() for arr in (tt.runq_cont, tt.runq_idle))
+        return Runs(seqs)
+
+    def summary(self, kind: str) -> dict:
+        """What the outputs read of every duration of ``kind``: ``buckets`` (log2 µs),
+        ``stats`` (latency_stats), ``p99`` (ns, or None), made from one ``runs(kind)``
+        that is let go (a parallel build's 1 GB has 1.3 million waits and more run-queue
+        periods: 10 MB the two sorted copies held from the end of the input to the end of
+        the report); made again when a period was added since."""
         periods = sum(tt.periods for tt in self.threads.values())
         got = self._runs.get(kind)
         if got is None or got[0] != periods:
-            # (generators: a packed thread's arrays are made as Runs reads them)
-            if kind == "blocked":
-                seqs = (arr for tt in self.threads.values() for arr in tt.cause_durations.values())
-            else:
-                seqs = (arr for tt in self.threads.values() for arr in (tt.runq_cont, tt.runq_idle))
-            got = self._runs[kind] = (periods, Runs(seqs))
+            r = self.runs(kind)
+            got = self._runs[kind] = (periods, {"buckets": log2_buckets(r),
+                                                "stats": latency_stats(r),
+                                                "p99": percentile(r, 99)})
         return got[1]
 
     def durations(self, kind: str):
@@ -729,8 +740,8 @@ def summarize(profile, ropts: ReportOptions, label) -> dict:
         "totals": totals,
         "span_us": ns_to_us(an.span_ns),
         "threads": ThreadRows(threads, measured),
-        "latency": {"blocked": latency_stats(an.runs("blocked")),
-                    "runq": latency_stats(an.runs("runq"))},
+        "latency": {"blocked": an.summary("blocked")["stats"],
+                    "runq": an.summary("runq")["stats"]},
         "histograms": {"blocked_us": hists.get("blocked_us", []),
                        "runq_us": hists.get("runq_us", [])},
         "causes": [{"cause": c, "blocked_us": ns_to_us(ns), "idle": c in IDLE_CAUSES}
@@ -774,9 +785,9 @@ def report_data(profile, opts=None) -> dict:
         data = histograms.report_data(profile, ropts)
     else:
         data = summarize(profile, ropts, Namer(naming).folded)
-        from .histograms import histogram_rows, shape_of_durations
+        from .histograms import histogram_rows, shape_of_summary
         an = profile.analysis
-        data["shape"] = {k: shape_of_durations(an.runs(k)) for k in ("blocked", "runq")}
+        data["shape"] = {k: shape_of_summary(an.summary(k)) for k in ("blocked", "runq")}
         data["histogram_details"] = histogram_rows(profile.histograms)
     data["mode"] = profile.mode
     data["warnings"] = list(profile.warnings)

@@ -236,6 +236,13 @@ def shape_of_durations(durations_ns) -> dict:
     return shape(log2_buckets(values), "us", p99_us=p99)
 
 
+def shape_of_summary(summary: dict) -> dict:
+    """shape_of_durations of the durations an ``Analysis.summary`` was made of."""
+    if not summary["stats"]["count"]:
+        return shape((), "us")
+    return shape(summary["buckets"], "us", p99_us=ns_to_us(summary["p99"]))
+
+
 # -- report data for histogram-only inputs -----------------------------------------------------
 
 def _combined(hists: list, unit: str) -> tuple:

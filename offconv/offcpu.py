@@ -19,7 +19,6 @@ from typing import Iterable, Optional
 from .analysis import Analysis
 from .errors import OffconvError
 from .intervals import drive
-from .latency import log2_buckets
 from .model import (BLOCKED, DELIMITER, KERNEL, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME,
                     PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram,
                     OnCpu, Period, Profile, Task, blocked_frame, thread_frame)
@@ -325,8 +324,8 @@ class _Builder:
         prof = Profile(unit="us", mode=self.mode, samples=samples, analysis=an,
                        dropped=dict(sorted(an.dropped.items())))
         prof.histograms = [
-            Histogram("blocked_us", (), "us", log2_buckets(an.runs("blocked")), BLOCKED),
-            Histogram("runq_us", (), "us", log2_buckets(an.runs("runq")), RUNQ),
+            Histogram("blocked_us", (), "us", an.summary("blocked")["buckets"], BLOCKED),
+            Histogram("runq_us", (), "us", an.summary("runq")["buckets"], RUNQ),
         ]
         prof.warnings = self.warnings()
         if self.timeline is not None:
