@@ -18,6 +18,7 @@ from typing import Optional
 
 from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES, QUEUED_WAKER, UNREAD,
                      Classifier, from_events, queued_wakeup, unread_stack)
+from .inttable import IntTable
 from .latency import Runs, latency_stats, log2_buckets, percentile
 from .model import Task
 from .options import ReportOptions
@@ -125,17 +126,24 @@ class ThreadTotals(_Derived):
 # A parallel build runs a process for each file: 100k threads in a 1 GB recording, each with
 # its totals, a handful of small dicts and arrays (1.3 KB). Once a thread has ended (its
 # switch-out with prev_state X or Z), nothing adds to it but its interval counts, so its
-# sums are packed into a run of int64 in a shared arena (PackedThread, about 0.3 KB with the
-# object), read back on demand.
-_KEYS: list = []       # the packed dicts' keys ((cause, label), (cause, waker), state, cause)
+# sums are packed into a run of int64 in a shared arena (``Threads.pack``), found again by
+# its tid through a table of int64, and read back through a PackedThread made on demand:
+# about 0.2 KB a thread, where a ThreadTotals in a dict took 1.3 KB.
+_KEYS: list = []       # the packed keys (comm, (cause, label), (cause, waker), state, cause)
 _KEY_IDS: dict = {}    # key -> its index in _KEYS (the process's own numbering)
 _SCALARS = ("blocked_ns", "runq_ns", "runq_preempted_ns", "runq_idle_ns", "runq_throttled_ns",
-            "oncpu_ns", "unknown_ns", "periods", "woken", "timed_lock_ns", "woken_lock_ns")
+            "oncpu_ns", "unknown_ns", "periods", "woken", "timed_lock_ns", "woken_lock_ns",
+            "switches", "inferred", "no_wakeup")
 _MAPS = ("by_cause", "unknown_by_cause", "wakers", "by_state")
 _NBITS = 12                      # a count of the packed dicts (and of cause_durations' keys)
 _NMAX = (1 << _NBITS) - 1        # beyond it, a thread stays unpacked
+_VBITS = 47                      # a dict's value (ns) shares its word with its key's id
+_VMAX = 1 << _VBITS
+_KMAX = 1 << (63 - _VBITS)       # key ids (beyond: the thread stays unpacked)
+_LO = (1 << 32) - 1
 ARENA_CHUNK = 1 << 20            # int64 in an arena's chunk (8 MB) before it starts another
 _EMPTY = MappingProxyType({})
+_HEAD = 5                        # tid, pid (-1: none), comm's key id, mask, counts
 
 
 def _key_id(key) -> int:
@@ -146,29 +154,11 @@ def _key_id(key) -> int:
     return i
 
 
-class Arena:
-    """Where packed threads live: runs of int64 appended to a chunk, a new chunk when one
-    would pass ARENA_CHUNK (no copy of what is packed as it grows)."""
-
-    __slots__ = ("chunk",)
-
-    def __init__(self):
-        self.chunk = array("q")
-
-    def put(self, values: list) -> tuple:
-        c = self.chunk
-        if c and len(c) + len(values) > ARENA_CHUNK:
-            c = self.chunk = array("q")
-        at = len(c)
-        c.extend(values)
-        return c, at
-
-
-def pack(tt: ThreadTotals, arena: Arena) -> Optional["PackedThread"]:
-    """``tt`` as a PackedThread in ``arena``, or None when a dict of it is too big to pack
-    (more than _NMAX keys)."""
+def _record(tt: ThreadTotals) -> Optional[list]:
+    """``tt`` as a run of int64 (PackedThread's layout), or None when it does not fit one (a
+    dict of more than _NMAX keys, a value out of range)."""
     sizes = [len(getattr(tt, name)) for name in _MAPS] + [len(tt.cause_durations)]
-    if max(sizes) > _NMAX:
+    if max(sizes) > _NMAX or len(_KEYS) + sum(sizes) + 1 >= _KMAX:
         return None
     scalars = [getattr(tt, f) for f in _SCALARS]
     mask = 0
@@ -178,79 +168,89 @@ def pack(tt: ThreadTotals, arena: Arena) -> Optional["PackedThread"]:
     counts = 0
     for i, n in enumerate(sizes):
         counts |= n << (_NBITS * i)
-    out = [mask, counts]
+    out = [tt.tid, -1 if tt.pid is None else tt.pid, _key_id(tt.comm), mask, counts]
     out += [v for v in scalars if v]
     for name in _MAPS:
         for k, v in getattr(tt, name).items():
-            out += (_key_id(k), v)
+            if not 0 <= v < _VMAX:
+                return None
+            out.append(_key_id(k) << _VBITS | v)
     for k, arr in tt.cause_durations.items():
-        out += (_key_id(k), len(arr))
+        out.append(_key_id(k) << 32 | len(arr))
         out += arr
-    for arr in (tt.runq_cont, tt.runq_idle):
-        out.append(len(arr))
-        out += arr
-    chunk, at = arena.put(out)
-    return PackedThread(tt, chunk, at)
+    out.append(len(tt.runq_cont) << 32 | len(tt.runq_idle))
+    out += tt.runq_cont
+    out += tt.runq_idle
+    return out
 
 
 class PackedThread(_Derived):
-    """A ThreadTotals of a thread that ended, as a run of int64 in an arena's chunk (``pack``):
-    a mask of its non-zero scalars (``_SCALARS``), the counts of its dicts (``_NBITS`` each:
-    ``_MAPS``, then ``cause_durations``), those scalars, each dict of ``_MAPS`` as (key id,
-    value) pairs, ``cause_durations`` as (key id, length, durations) runs, then
-    ``runq_cont`` and ``runq_idle`` as length, durations. It reads as a ThreadTotals does
-    (its dicts as read-only mappings, made when read); what would change it unpacks it
-    first (``Analysis.thread``), and a thread ``Analysis.finish`` would change is not
-    packed. Only the interval counts stay attributes (``Analysis.add_counts`` adds the
-    input's at its end)."""
+    """A thread that ended, read from its record in an arena's chunk (``_record``): its tid,
+    pid, comm's key id, a mask of its non-zero scalars (``_SCALARS``), the counts of its
+    dicts (``_NBITS`` each: ``_MAPS``, then ``cause_durations``), those scalars, each dict
+    of ``_MAPS`` as a word a key (its id above ``_VBITS``, its value below), each run of
+    ``cause_durations`` as a word (key id above 32 bits, length below) and the durations,
+    then a word of the lengths of ``runq_cont`` and ``runq_idle`` and theirs. It reads as a
+    ThreadTotals does (its dicts as read-only mappings, made when read); what would change
+    it takes it out first (``Threads.take``: a ThreadTotals again)."""
 
-    __slots__ = ("comm", "pid", "tid", "switches", "inferred", "no_wakeup", "_a", "_at")
+    __slots__ = ("_a", "_at")
 
-    def __init__(self, tt: ThreadTotals, chunk: array, at: int):
-        self.comm = sys.intern(tt.comm)
-        self.pid, self.tid = tt.pid, tt.tid
-        self.switches, self.inferred, self.no_wakeup = tt.switches, tt.inferred, tt.no_wakeup
+    def __init__(self, chunk: array, at: int):
         self._a, self._at = chunk, at
+
+    tid = property(lambda self: self._a[self._at])
+    comm = property(lambda self: _KEYS[self._a[self._at + 2]])
+
+    @property
+    def pid(self):
+        pid = self._a[self._at + 1]
+        return None if pid < 0 else pid
 
     def _scalar(self, i: int) -> int:
         a, at = self._a, self._at
-        mask = a[at]
+        mask = a[at + 3]
         if not mask >> i & 1:
             return 0
-        return a[at + 2 + (mask & ((1 << i) - 1)).bit_count()]
+        return a[at + _HEAD + (mask & ((1 << i) - 1)).bit_count()]
 
     def _count(self, i: int) -> int:
-        return self._a[self._at + 1] >> (_NBITS * i) & _NMAX
+        return self._a[self._at + 4] >> (_NBITS * i) & _NMAX
 
     def _maps_at(self) -> int:
-        return self._at + 2 + self._a[self._at].bit_count()
+        return self._at + _HEAD + self._a[self._at + 3].bit_count()
+
+    def _cd_at(self) -> int:
+        return self._maps_at() + sum(self._count(j) for j in range(len(_MAPS)))
 
     def _map(self, i: int):
         n = self._count(i)
         if not n:
             return _EMPTY
         a = self._a
-        p = self._maps_at() + 2 * sum(self._count(j) for j in range(i))
-        return MappingProxyType({_KEYS[a[j]]: a[j + 1] for j in range(p, p + 2 * n, 2)})
+        p = self._maps_at() + sum(self._count(j) for j in range(i))
+        return MappingProxyType({_KEYS[w >> _VBITS]: w & (_VMAX - 1)
+                                 for w in a[p:p + n]})
 
     def _cause_durations(self) -> dict:
         a = self._a
-        p = self._maps_at() + 2 * sum(self._count(j) for j in range(len(_MAPS)))
+        p = self._cd_at()
         out = {}
         for _ in range(self._count(len(_MAPS))):
-            n = a[p + 1]
-            out[_KEYS[a[p]]] = a[p + 2:p + 2 + n]
-            p += 2 + n
+            w = a[p]
+            n = w & _LO
+            out[_KEYS[w >> 32]] = a[p + 1:p + 1 + n]
+            p += 1 + n
         return out
 
     def _durations(self, i: int) -> array:
         a = self._a
-        p = self._maps_at() + 2 * sum(self._count(j) for j in range(len(_MAPS)))
+        p = self._cd_at()
         for _ in range(self._count(len(_MAPS))):
-            p += 2 + a[p + 1]
-        if i:
-            p += 1 + a[p]
-        return a[p + 1:p + 1 + a[p]]
+            p += 1 + (a[p] & _LO)
+        n_cont, n_idle = a[p] >> 32, a[p] & _LO
+        p += 1
+        return a[p:p + n_cont] if i == 0 else a[p + n_cont:p + n_cont + n_idle]
 
     by_cause = property(lambda self: self._map(0))
     unknown_by_cause = property(lambda self: self._map(1))
@@ -265,7 +265,6 @@ class PackedThread(_Derived):
         tt = ThreadTotals(Task(self.comm, self.pid, self.tid))
         for i, f in enumerate(_SCALARS):
             setattr(tt, f, self._scalar(i))
-        tt.switches, tt.inferred, tt.no_wakeup = self.switches, self.inferred, self.no_wakeup
         for i, name in enumerate(_MAPS):
             setattr(tt, name, dict(self._map(i)))
         tt.cause_durations = self._cause_durations()
@@ -276,12 +275,111 @@ class PackedThread(_Derived):
 for _i, _f in enumerate(_SCALARS):
     setattr(PackedThread, _f, property(lambda self, _i=_i: self._scalar(_i)))
 
+class Threads:
+    """tid -> a thread's sums: ``live``, a dict of ThreadTotals (the threads the input may
+    still add to), and the threads that ended, packed (``pack``) in chunks of int64 and
+    found by tid through an IntTable of where their records are. Reads as a dict:
+    ``get``, ``[]``, ``in``, ``len``, ``values()`` (the live ones in the order they came,
+    then the packed ones in the order they ended, each a PackedThread made as it is
+    reached)."""
+
+    __slots__ = ("live", "chunks", "_order", "_where")
+
+    def __init__(self):
+        self.live: dict = {}
+        self.chunks: list = [array("q")]
+        self._order = array("q")      # the records' positions, in the order they were packed
+        self._where = IntTable()      # tid -> its record's position (chunk << 32 | offset)
+
+    def _view(self, pos: int) -> PackedThread:
+        return PackedThread(self.chunks[pos >> 32], pos & _LO)
+
+    # -- the mapping ---------------------------------------------------------------------
+    def get(self, tid, default=None):
+        tt = self.live.get(tid)
+        if tt is not None:
+            return tt
+        pos = self._where.get(tid) if self._where else None
+        return default if pos is None else self._view(pos)
+
+    def __getitem__(self, tid):
+        tt = self.get(tid)
+        if tt is None:
+            raise KeyError(tid)
+        return tt
+
+    def __setitem__(self, tid, tt: ThreadTotals) -> None:
+        self.take(tid)
+        self.live[tid] = tt
+
+    def __contains__(self, tid) -> bool:
+        return tid in self.live or tid in self._where
+
+    def __len__(self) -> int:
+        return len(self.live) + len(self._where)
+
+    def __iter__(self):
+        return (t.tid if t.__class__ is PackedThread else k
+                for k, t in self.items())
+
+    def items(self):
+        yield from self.live.items()
+        for t in self.packed():
+            yield t.tid, t
+
+    def values(self):
+        yield from self.live.values()
+        yield from self.packed()
+
+    def packed(self):
+        """The packed threads, in the order they ended."""
+        if not self._where:
+            return
+        chunks = self.chunks
+        for pos in self._order:
+            c, at = chunks[pos >> 32], pos & _LO
+            if c[at] >= 0:     # (-1: taken out)
+                yield PackedThread(c, at)
+
+    # -- packing -------------------------------------------------------------------------
+    def pack(self, tid) -> bool:
+        """Pack the live thread ``tid`` (False, and it stays live, when it does not fit)."""
+        tt = self.live[tid]
+        rec = _record(tt) if tid.__class__ is int and tid >= 0 and tt.tid == tid else None
+        if rec is None:
+            return False
+        c = self.chunks[-1]
+        if c and len(c) + len(rec) > ARENA_CHUNK:
+            c = array("q")
+            self.chunks.append(c)
+        pos = (len(self.chunks) - 1) << 32 | len(c)
+        c.extend(rec)
+        self._order.append(pos)
+        old = self._where.get(tid)
+        if old is not None:     # (its earlier record: taken out)
+            self.chunks[old >> 32][old & _LO] = -1
+        self._where[tid] = pos
+        del self.live[tid]
+        return True
+
+    def take(self, tid) -> Optional[ThreadTotals]:
+        """The packed thread ``tid`` unpacked and live again (its tid used again, or its
+        counts to add to), or None when none is packed."""
+        pos = self._where.pop(tid, None) if self._where else None
+        if pos is None:
+            return None
+        tt = self._view(pos).unpack()
+        self.chunks[pos >> 32][pos & _LO] = -1   # (packed() skips it)
+        self.live[tid] = tt
+        return tt
+
 
 @dataclass
 class Analysis:
     """What the off-CPU path saw, in ns: filled by offcpu.build_profile."""
 
-    threads: dict = field(default_factory=dict)        # tid (or (0, cpu)) -> ThreadTotals
+    # tid (or (0, cpu)) -> ThreadTotals, or PackedThread once it ended (Threads)
+    threads: Threads = field(default_factory=Threads)
     # kind -> {(thread frame, frames): ns}: the stack (thread frame,) + frames, with the
     # frames tuple shared by the threads that have that stack
     stacks: dict = field(default_factory=dict)
@@ -310,20 +408,21 @@ class Analysis:
     # over when it ends (``exited``)
     live_counts: dict = field(default_factory=dict, repr=False)
     pinned: set = field(default_factory=set, repr=False)   # tids in pending_child or unread
-    arena: Arena = field(default_factory=Arena, repr=False)   # where exited threads are packed
     # the input being read's exits (tid -> when it ended), for resolve_child_waits
     live_exits: dict = field(default_factory=dict, repr=False)
     _dead: list = field(default_factory=list, repr=False)      # tids ended since the purge
     _dead_old: list = field(default_factory=list, repr=False)  # and before it (_purge)
     _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, summary)
+    n_periods: int = 0               # add_period calls (summary: what it was made of)
 
     def thread(self, task) -> ThreadTotals:
         key = task.tid
-        tt = self.threads.get(key)
+        live = self.threads.live
+        tt = live.get(key)
         if tt is None:
-            tt = self.threads[key] = ThreadTotals(task)
-        elif tt.__class__ is PackedThread:   # its tid again after it ended (tids are reused)
-            tt = self.threads[key] = tt.unpack()
+            tt = self.threads.take(key)   # its tid again after it ended (tids are reused)
+            if tt is None:
+                tt = live[key] = ThreadTotals(task)
         if task.comm != tt.comm:
             tt.comm = task.comm            # latest name wins (threads rename themselves)
         if task.pid is not None:
@@ -335,6 +434,7 @@ class Analysis:
         """One off-CPU period: its blocked part (if any) and its run-queue part (if known)."""
         tt = self.thread(p.task)
         tt.periods += 1
+        self.n_periods += 1
         cause = None
         if p.blocked:
             waker = p.waker
@@ -476,8 +576,8 @@ class Analysis:
             self._dead.append(tid)
             if len(self._dead) >= PURGE_EVERY:
                 self._purge(held())
-        tt = self.threads.get(tid)
-        if (tt is None or tt.__class__ is not ThreadTotals or tid in self.pinned
+        tt = self.threads.live.get(tid)
+        if (tt is None or tid in self.pinned
                 or UNWOKEN_LOCK in tt.by_cause):   # (decided by finish(), at the end)
             return
         c = self.live_counts.pop(tid, None)
@@ -485,9 +585,7 @@ class Analysis:
             tt.switches += c.switches
             tt.inferred += c.inferred
             tt.no_wakeup += c.no_wakeup
-        packed = pack(tt, self.arena)
-        if packed is not None:
-            self.threads[tid] = packed
+        self.threads.pack(tid)
         # (last_in and last_cause stay: the wait its exit ended, its parent's, is read when
         # that parent is switched in, after this)
 
@@ -532,9 +630,7 @@ class Analysis:
         """Decide what the lock waits with no wakeup seen were: a thread whose futex waits
         that were seen ending mostly ended by a timer is in timed waits (idle-like); else
         they are lock waits."""
-        for tt in self.threads.values():
-            if tt.__class__ is PackedThread:
-                continue   # (exited() leaves a thread with such waits unpacked)
+        for tt in self.threads.live.values():   # (exited() packs no thread with such waits)
             ns = tt.by_cause.pop(UNWOKEN_LOCK, None)
             if ns is None:
                 continue
@@ -567,8 +663,11 @@ class Analysis:
     def add_counts(self, stats: dict) -> None:
         """Merge one input's interval stats (dropped counts, per-thread counters, span).
         With threads selected, the counts are those of the selected threads alone."""
+        threads = self.threads
         for tid, c in stats.get("threads", {}).items():
-            tt = self.threads.get(tid)
+            tt = threads.live.get(tid)
+            if tt is None and (c.switches or c.inferred or c.no_wakeup):
+                tt = threads.take(tid)     # (a packed thread's record is not changed)
             if tt is not None:
                 tt.switches += c.switches
                 tt.inferred += c.inferred
@@ -629,7 +728,7 @@ class Analysis:
         that is let go (a parallel build's 1 GB has 1.3 million waits and more run-queue
         periods: 10 MB the two sorted copies held from the end of the input to the end of
         the report); made again when a period was added since."""
-        periods = sum(tt.periods for tt in self.threads.values())
+        periods = self.n_periods
         got = self._runs.get(kind)
         if got is None or got[0] != periods:
             r = self.runs(kind)

@@ -19,6 +19,7 @@ from typing import Iterable, Optional
 from .analysis import Analysis
 from .errors import OffconvError
 from .intervals import drive
+from .inttable import IntTable
 from .model import (BLOCKED, DELIMITER, KERNEL, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME,
                     PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram,
                     OnCpu, Period, Profile, Task, blocked_frame, thread_frame)
@@ -429,7 +430,8 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
     tails = [t for t in (getattr(events, "tail", None) for _, events in inputs) if t is not None]
     try:
         for path, events in inputs:
-            stats: dict = {"parents": {}, "exits": {}}
+            # (parents: a creator a task, in int64 -- IntTable -- where a build has 100k)
+            stats: dict = {"parents": IntTable(), "exits": {}}
             b.analysis.live_parents = stats["parents"]   # filled as the events are read
             b.analysis.live_exits = stats["exits"]
             stats["threads"] = b.analysis.live_counts = {}

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from offconv import analysis
-from offconv.analysis import Analysis, Arena, PackedThread, ThreadTotals, pack
+from offconv.analysis import Analysis, PackedThread, Threads, ThreadTotals
 from offconv.cli import app
-from offconv.model import Task
+from offconv.model import Task, ThreadCounts
 
 REC = Path(__file__).parent / "fixtures" / "recorded"
 RECORDINGS = sorted(p for p in REC.rglob("*.perf-script.txt*"))
@@ -50,42 +50,103 @@ def _same(a, b) -> None:
             assert list(x) == list(y), f"{f}: key order"
 
 
+def _packed(threads: Threads, tt: ThreadTotals):
+    threads.live[tt.tid] = tt
+    return threads.get(tt.tid) if threads.pack(tt.tid) else None
+
+
 def test_a_packed_thread_reads_as_the_thread_it_was_and_unpacks_to_it():
     tt = _full()
-    arena = Arena()
-    arena.put([1, 2, 3])                          # not at the start of its chunk
-    p = pack(tt, arena)
-    assert p._at == 3
+    threads = Threads()
+    threads.chunks[0].extend([1, 2, 3])           # not at the start of its chunk
+    p = _packed(threads, tt)
+    assert p.__class__ is PackedThread and p._at == 3 and tt.tid not in threads.live
     _same(p, tt)
     assert list(p.cause_durations["lock"]) == [3, 1, 2]
     with pytest.raises(TypeError):
-        p.by_cause[("disk", "read")] = 1           # read-only: a change unpacks first
+        p.by_cause[("disk", "read")] = 1           # read-only: a change takes it out first
     back = p.unpack()
     assert back.__class__ is ThreadTotals
     _same(back, tt)
     back.by_cause[("disk", "read")] += 1           # its own dicts again
     assert p.by_cause[("disk", "read")] == 5
-    before = len(arena.chunk)
-    empty = pack(ThreadTotals(Task("sh", None, 9)), arena)
+    before = len(threads.chunks[0])
+    empty = _packed(threads, ThreadTotals(Task("sh", None, 9)))
     assert not empty.by_cause and not empty.cause_durations and len(empty.runq_cont) == 0
-    assert empty.wall_ns == 0 and empty.pid is None
-    assert len(arena.chunk) - before == 4      # mask, counts, two lengths: no zero kept
+    assert empty.wall_ns == 0 and empty.pid is None and empty.comm == "sh" and empty.tid == 9
+    # tid, pid, comm, mask, counts, the two lengths: no zero kept
+    assert len(threads.chunks[0]) - before == 6
     _same(p, tt)                                 # packing another leaves it as it was
 
 
-def test_the_arena_starts_a_new_chunk_and_a_thread_too_big_stays_unpacked(monkeypatch):
-    monkeypatch.setattr(analysis, "ARENA_CHUNK", 40)
-    arena = Arena()
-    packed = [pack(_full(), arena) for _ in range(5)]
-    assert len({id(p._a) for p in packed}) > 1 and all(len(p._a) <= 40 for p in packed)
-    for p in packed:
-        _same(p, _full())
+def test_the_arena_starts_a_new_chunk_and_a_thread_that_does_not_fit_stays_live(monkeypatch):
+    monkeypatch.setattr(analysis, "ARENA_CHUNK", 60)
+    threads = Threads()
+    packed = []
+    for tid in range(5):
+        tt = _full()
+        tt.tid = tid
+        packed.append(_packed(threads, tt))
+    assert len(threads.chunks) > 1 and all(len(c) <= 60 for c in threads.chunks)
+    for tid, p in enumerate(packed):
+        want = _full()
+        want.tid = tid
+        _same(p, want)
+    assert [t.tid for t in threads.values()] == list(range(5))
+    big = _full()
+    big.tid = 99
+    big.by_cause[("disk", "write")] = 1 << 47     # beyond the bits a packed value has
+    assert _packed(threads, big) is None and threads.live[99] is big
     monkeypatch.setattr(analysis, "_NMAX", 1)
-    assert pack(_full(), arena) is None          # two keys in by_cause: more than _NMAX
+    small = _full()
+    small.tid = 100
+    assert _packed(threads, small) is None        # two keys in by_cause: more than _NMAX
     an = Analysis()
     an.threads[5] = _full()
     an.exited(5)
     assert an.threads[5].__class__ is ThreadTotals
+
+
+def test_the_table_finds_every_packed_thread_by_tid_and_takes_them_out():
+    threads = Threads()
+    tids = [5000 + 4096 * i for i in range(3000)] + list(range(1, 3000))  # sparse, then dense
+    for tid in tids:
+        t = ThreadTotals(Task("cc1", tid, tid))
+        t.blocked_ns = tid
+        threads.live[tid] = t
+        assert threads.pack(tid)
+    assert len(threads) == len(tids) and not threads.live
+    assert all(threads[tid].blocked_ns == tid for tid in tids)
+    assert 0 not in threads and -1 not in threads and (0, 1) not in threads
+    assert threads.get(3000) is None and threads.get(3001, "none") == "none"
+    for tid in tids[::3]:                          # taken out (tombstones), some packed again
+        assert threads.take(tid).blocked_ns == tid and tid in threads.live
+    assert threads.take(tids[0]) is None           # (live now, not packed)
+    for tid in tids[::6]:
+        assert threads.pack(tid)
+    assert len(threads) == len(tids)
+    assert sorted(t.tid for t in threads.values()) == sorted(tids)
+    assert all(threads[tid].blocked_ns == tid for tid in tids)
+    assert sorted(threads) == sorted(tids)
+    assert sorted(k for k, _ in threads.items()) == sorted(tids)
+    again = ThreadTotals(Task("as", 1, 1))        # a tid packed again (its first record
+    threads.live[1] = again                       # out of the way)
+    assert threads.pack(1) and len(threads) == len(tids) and threads[1].comm == "as"
+    assert [t.comm for t in threads.values()].count("as") == 1
+
+
+def test_the_counts_of_a_packed_thread_take_it_out_to_be_added():
+    an = Analysis()
+    an.thread(Task("a", 1, 5)).blocked_ns = 100
+    an.exited(5)
+    assert an.threads[5].__class__ is PackedThread
+    an.add_counts({"threads": {5: ThreadCounts()}})          # nothing to add: stays packed
+    assert an.threads[5].__class__ is PackedThread
+    c = ThreadCounts()
+    c.switches = 3
+    an.add_counts({"threads": {5: c}})
+    assert an.threads[5].__class__ is ThreadTotals and an.threads[5].switches == 3
+    assert an.threads[5].blocked_ns == 100
 
 
 def test_a_tid_used_again_after_its_thread_ended_unpacks_it():
