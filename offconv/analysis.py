@@ -13,6 +13,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Optional
 
@@ -154,13 +155,19 @@ def _key_id(key) -> int:
     return i
 
 
+_get_scalars = attrgetter(*_SCALARS)
+_get_maps = attrgetter(*_MAPS)
+
+
 def _record(tt: ThreadTotals) -> Optional[list]:
     """``tt`` as a run of int64 (PackedThread's layout), or None when it does not fit one (a
     dict of more than _NMAX keys, a value out of range)."""
-    sizes = [len(getattr(tt, name)) for name in _MAPS] + [len(tt.cause_durations)]
+    maps = _get_maps(tt)
+    sizes = [len(m) for m in maps]
+    sizes.append(len(tt.cause_durations))
     if max(sizes) > _NMAX or len(_KEYS) + sum(sizes) + 1 >= _KMAX:
         return None
-    scalars = [getattr(tt, f) for f in _SCALARS]
+    scalars = _get_scalars(tt)
     mask = 0
     for i, v in enumerate(scalars):
         if v:
@@ -170,11 +177,13 @@ def _record(tt: ThreadTotals) -> Optional[list]:
         counts |= n << (_NBITS * i)
     out = [tt.tid, -1 if tt.pid is None else tt.pid, _key_id(tt.comm), mask, counts]
     out += [v for v in scalars if v]
-    for name in _MAPS:
-        for k, v in getattr(tt, name).items():
+    ids = _KEY_IDS
+    for m in maps:
+        for k, v in m.items():
             if not 0 <= v < _VMAX:
                 return None
-            out.append(_key_id(k) << _VBITS | v)
+            i = ids.get(k)
+            out.append((_key_id(k) if i is None else i) << _VBITS | v)
     for k, arr in tt.cause_durations.items():
         out.append(_key_id(k) << 32 | len(arr))
         out += arr
@@ -272,8 +281,20 @@ class PackedThread(_Derived):
         return tt
 
 
+def _scalar_property(i: int) -> property:
+    """PackedThread's scalar ``_SCALARS[i]`` (one call: the report reads them millions of
+    times)."""
+    bit, low = 1 << i, (1 << i) - 1
+
+    def get(self) -> int:
+        a, at = self._a, self._at
+        mask = a[at + 3]
+        return a[at + _HEAD + (mask & low).bit_count()] if mask & bit else 0
+    return property(get)
+
+
 for _i, _f in enumerate(_SCALARS):
-    setattr(PackedThread, _f, property(lambda self, _i=_i: self._scalar(_i)))
+    setattr(PackedThread, _f, _scalar_property(_i))
 
 class Threads:
     """tid -> a thread's sums: ``live``, a dict of ThreadTotals (the threads the input may
