@@ -309,8 +309,8 @@ class Threads:
     def __init__(self):
         self.live: dict = {}
         self.chunks: list = [array("q")]
-        self._order = array("q")      # the records' positions, in the order they were packed
-        self._where = IntTable()      # tid -> its record's position (chunk << 32 | offset)
+        self._order = array("q")      # the records' positions (chunk << 32 | offset), in the
+        self._where = IntTable()      # order they were packed; tid -> its index there
 
     def _view(self, pos: int) -> PackedThread:
         return PackedThread(self.chunks[pos >> 32], pos & _LO)
@@ -320,8 +320,8 @@ class Threads:
         tt = self.live.get(tid)
         if tt is not None:
             return tt
-        pos = self._where.get(tid) if self._where else None
-        return default if pos is None else self._view(pos)
+        i = self._where.get(tid) if self._where else None
+        return default if i is None else self._view(self._order[i])
 
     def __getitem__(self, tid):
         tt = self.get(tid)
@@ -375,20 +375,22 @@ class Threads:
             self.chunks.append(c)
         pos = (len(self.chunks) - 1) << 32 | len(c)
         c.extend(rec)
-        self._order.append(pos)
         old = self._where.get(tid)
         if old is not None:     # (its earlier record: taken out)
+            old = self._order[old]
             self.chunks[old >> 32][old & _LO] = -1
-        self._where[tid] = pos
+        self._where[tid] = len(self._order)
+        self._order.append(pos)
         del self.live[tid]
         return True
 
     def take(self, tid) -> Optional[ThreadTotals]:
         """The packed thread ``tid`` unpacked and live again (its tid used again, or its
         counts to add to), or None when none is packed."""
-        pos = self._where.pop(tid, None) if self._where else None
-        if pos is None:
+        i = self._where.pop(tid, None) if self._where else None
+        if i is None:
             return None
+        pos = self._order[i]
         tt = self._view(pos).unpack()
         self.chunks[pos >> 32][pos & _LO] = -1   # (packed() skips it)
         self.live[tid] = tt

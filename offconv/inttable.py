@@ -1,11 +1,11 @@
-"""A dict of int -> int held in two arrays of int64: 16-32 bytes an entry, where a dict of
-int objects takes about 110 (its slot, the key's and the value's int objects). The
-analysis keeps one entry per thread of the input (the creator of each task; where a
-packed thread's record is), and a parallel build's recording has 100k threads.
+"""A dict of int -> int held in two arrays (int32 by default): 10-20 bytes an entry, where
+a dict of int objects takes about 110 (its slot, the key's and the value's int objects).
+The analysis keeps one entry per thread of the input (the creator of each task; which
+packed record is a thread's), and a parallel build's recording has 100k threads.
 
 Open addressing with linear probing; keys are spread by Fibonacci hashing (tids are dense,
 and a run of them would otherwise fill a run of slots). Keys that are not ints from 0 to
-2^63 - 1, and values outside int64, go to a plain dict beside it."""
+the type's maximum, and values outside the type, go to a plain dict beside it."""
 from __future__ import annotations
 
 from array import array
@@ -13,7 +13,7 @@ from array import array
 _FREE, _GONE = -1, -2            # a slot never used; a slot whose key was removed
 _PHI = 0x9E3779B97F4A7C15
 _M64 = (1 << 64) - 1
-_QMIN, _QMAX = -(1 << 63), (1 << 63) - 1
+_RANGE = {"i": (-(1 << 31), (1 << 31) - 1), "q": (-(1 << 63), (1 << 63) - 1)}
 
 
 class IntTable:
@@ -21,9 +21,14 @@ class IntTable:
     (in no particular order, the same for the same inserts), ``update``, iteration over
     the keys."""
 
-    __slots__ = ("_keys", "_vals", "_bits", "_n", "_used", "_other")
+    __slots__ = ("_keys", "_vals", "_bits", "_n", "_used", "_other", "_code", "_max", "_vmin",
+                 "_vmax")
 
-    def __init__(self, items=()):
+    def __init__(self, items=(), typecode: str = "i"):
+        """``typecode``: the arrays' ("i": int32, "q": int64)."""
+        self._code = typecode
+        self._vmin, self._vmax = _RANGE[typecode]
+        self._max = self._vmax        # the largest key the arrays hold
         self._alloc(3)
         self._n = 0                   # keys in the arrays
         self._other: dict = {}        # the rest
@@ -31,8 +36,8 @@ class IntTable:
 
     def _alloc(self, bits: int) -> None:
         self._bits = bits
-        self._keys = array("q", [_FREE]) * (1 << bits)
-        self._vals = array("q", bytes(8 << bits))
+        self._keys = array(self._code, [_FREE]) * (1 << bits)
+        self._vals = array(self._code, [0]) * (1 << bits)
         self._used = 0                # slots not free (keys and removed keys)
 
     def _slot(self, key: int) -> int:
@@ -52,7 +57,7 @@ class IntTable:
             i = (i + 1) & mask
 
     def _find(self, key) -> int:
-        if key.__class__ is not int or key < 0 or key > _QMAX or not self._n:
+        if key.__class__ is not int or key < 0 or key > self._max or not self._n:
             return -1
         i = self._slot(key)
         return i if self._keys[i] == key else -1
@@ -82,8 +87,8 @@ class IntTable:
         return self._other[key]
 
     def __setitem__(self, key, value) -> None:
-        if (key.__class__ is not int or not 0 <= key <= _QMAX or value.__class__ is not int
-                or not _QMIN <= value <= _QMAX):
+        if (key.__class__ is not int or not 0 <= key <= self._max or value.__class__ is not int
+                or not self._vmin <= value <= self._vmax):
             if self._find(key) >= 0:
                 self.pop(key)
             self._other[key] = value
