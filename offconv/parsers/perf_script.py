@@ -568,8 +568,10 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
 
 # sched event headers (without their timestamps) parse_blocks keeps: the same tasks
 # switching on the same CPU repeat (91% of sched.txt's events; 30% of a parallel build's,
-# most of its tasks short-lived); when full, it starts again
-_SCHED_HEADS = 1 << 14
+# most of its tasks short-lived); when full, it starts again. 8192 (16384 until
+# 2026-12-03): the same speed on both 100 MB sched inputs, 5.5 MB less (an entry is about
+# 0.7 KB: its key's strings, the event's fields and tasks)
+_SCHED_HEADS = 1 << 13
 _SCHED_WINDOW = 4096
 # characters of callchain text parse_blocks keeps as cache keys (a sched_switch callchain is
 # about 2 KB; 4M keeps the 1 GB sched benchmark under 100 MiB); when full, it starts again
