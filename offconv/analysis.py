@@ -17,8 +17,9 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Optional
 
-from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES, QUEUED_WAKER, UNREAD,
-                     Classifier, from_events, queued_wakeup, unread_stack)
+from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES, QUEUED_WAKER,
+                     TIMER_WAKER_NAME, UNREAD, Classifier, from_events, queued_wakeup,
+                     unread_stack, woken_by_timer)
 from .inttable import IntTable
 from .latency import Runs, latency_stats, log2_buckets, percentile
 from .model import Task
@@ -500,8 +501,9 @@ class Analysis:
             d = p.blocked_ns
             if p.waker is not None:
                 tt.woken += 1
-                wk = (cause, QUEUED_WAKER if queued_wakeup(p.waker, p.waker_stack)
-                       else p.waker.comm)
+                ws = p.waker_stack
+                wk = (cause, QUEUED_WAKER if queued_wakeup(p.waker, ws)
+                       else TIMER_WAKER_NAME if ws and woken_by_timer(ws) else p.waker.comm)
                 tt.wakers[wk] = tt.wakers.get(wk, 0) + d
             tt.blocked_ns += d
             tt.by_cause[cause] = tt.by_cause.get(cause, 0) + d

@@ -161,6 +161,9 @@ def classify(stack: tuple) -> tuple[str, str]:
 
 # the waker named for a queued wake-up (queued_wakeup): not the idle task sched_wakeup shows
 QUEUED_WAKER = "(another CPU)"
+# a wait its waker's stack shows a timer's expiry ended (woken_by_timer): sched_wakeup's
+# task is whichever the timer interrupt found on that CPU, not a task the wait was for
+TIMER_WAKER_NAME = "(a timer)"
 
 
 def queued_wakeup(waker, waker_stack: tuple) -> bool:

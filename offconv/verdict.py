@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CHAIN, QUEUED_WAKER, UNREAD, UNREAD_ANY, UNRESOLVED,
+from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CHAIN, QUEUED_WAKER, TIMER_WAKER_NAME, UNREAD, UNREAD_ANY, UNRESOLVED,
                      UNRESOLVED_ANY)
 from .latency import Runs, percentile
 from .options import ReportOptions
@@ -327,6 +327,8 @@ def _blocked_text(d: Decision) -> str:
         return f"blocked time is {d.blocked_share:.0%} of the workload's wall time"
     if d.waker == QUEUED_WAKER:
         woke = ", woken from another CPU (a queued wake-up: the trace does not name the waker)"
+    elif d.waker == TIMER_WAKER_NAME:
+        woke = ", ended by a timer"
     else:
         woke = f", woken by {d.waker}" if d.waker and d.waker != t.comm else ""
     unc = ""

@@ -72,6 +72,16 @@ def test_a_queued_wakeup_does_not_name_the_idle_task_as_the_waker(name, reports)
     assert "woken from another CPU (a queued wake-up" in v["reason"]
 
 
+def test_a_wait_a_timer_ended_names_the_timer_not_the_task_it_interrupted(reports):
+    """A nanosleep ends at its timer's expiry: sched_wakeup's task is whichever the timer
+    interrupt found on that CPU (the idle task here; `ls` on a held-out recording of the
+    fourteenth round), and its stack shows the timer (hrtimer_wakeup)."""
+    d = reports.setdefault("shell_children", _report("shell_children"))
+    v = d["verdict"]
+    assert v["cause"]["cause"] == "sleep" and v["cause"]["woken_by"] == "(a timer)", v["reason"]
+    assert "ended by a timer" in v["reason"] and "swapper" not in v["reason"]
+
+
 def test_per_process_recording_says_what_it_cannot_measure(reports):
     d = reports.setdefault("p_recording", _report("p_recording"))
     v = d["verdict"]
