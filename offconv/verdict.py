@@ -351,7 +351,10 @@ def _throttled(d: Decision) -> bool:
 def _runq_text(d: Decision) -> str:
     if d.runq_long is None:
         return "run-queue and on-CPU time are not measured in a `perf record -p` recording"
-    idle = f"; idle-CPU wake-up {human_us(d.idle_wakeup_us)} apart" if d.idle_wakeup_us >= 1000 else ""
+    # the run-queue time that ended at a switch from the idle task: an idle CPU waking
+    # up, in all (not queueing behind others: more cores would not shorten it)
+    idle = (f"; idle-CPU wake-ups {human_us(d.idle_wakeup_us)} in all (not queueing)"
+            if d.idle_wakeup_us >= 1000 else "")
     if d.runq_long and d.runq_thread is not None:
         t = d.runq_thread
         what = ("while a CPU sat idle (throttled: the CPU quota of its cgroup ran out)"
