@@ -252,11 +252,22 @@ def _speedscope_env_or_skip():
         pytest.skip("speedscope-check needs npm and Chromium")
 
 
-def _check(outs: list, *flags: str) -> None:
-    r = subprocess.run([str(CHECK), *flags, *outs], capture_output=True, text=True, timeout=1200)
-    tail = "\n".join(r.stdout.splitlines()[-30:])
-    assert r.returncode == 0, tail
-    assert f"{len(outs)} accepted, 0 rejected" in r.stdout, tail
+def _check(outs: list, *flags: str, per_run: int = 0) -> None:
+    """speedscope-check on ``outs``, ``per_run`` files a run (0: all in one); a run ended
+    by a signal is run again once (one static run of all 17 recordings, 3 minutes, was
+    ended by a SIGTERM from outside the test on 2026-12-03), and every file must be
+    accepted."""
+    per_run = per_run or len(outs)
+    for i in range(0, len(outs), per_run):
+        batch = outs[i:i + per_run]
+        for _ in range(2):
+            r = subprocess.run([str(CHECK), *flags, *batch], capture_output=True, text=True,
+                               timeout=1200)
+            if r.returncode >= 0:
+                break
+        tail = "\n".join(r.stdout.splitlines()[-30:])
+        assert r.returncode == 0, tail
+        assert f"{len(batch)} accepted, 0 rejected" in r.stdout, tail
 
 
 def test_every_recorded_fixture_passes_speedscope_schema_and_importer_rules(tmp_path):
@@ -270,7 +281,7 @@ def test_every_recorded_fixture_passes_speedscope_schema_and_importer_rules(tmp_
         r = run(str(path), "-o", str(out))
         assert r.returncode == 0, (path, r.stderr)
         outs.append(str(out))
-    _check(outs, "--no-browser")
+    _check(outs, "--no-browser", per_run=4)
 
 
 def _workload_comms(path: Path) -> str:
