@@ -217,13 +217,6 @@ class PackedThread(_Derived):
         pid = self._a[self._at + 1]
         return None if pid < 0 else pid
 
-    def _scalar(self, i: int) -> int:
-        a, at = self._a, self._at
-        mask = a[at + 3]
-        if not mask >> i & 1:
-            return 0
-        return a[at + _HEAD + (mask & ((1 << i) - 1)).bit_count()]
-
     def _count(self, i: int) -> int:
         return self._a[self._at + 4] >> (_NBITS * i) & _NMAX
 
@@ -273,8 +266,8 @@ class PackedThread(_Derived):
     def unpack(self) -> ThreadTotals:
         """The ThreadTotals it was (its dicts and arrays new)."""
         tt = ThreadTotals(Task(self.comm, self.pid, self.tid))
-        for i, f in enumerate(_SCALARS):
-            setattr(tt, f, self._scalar(i))
+        for f in _SCALARS:
+            setattr(tt, f, getattr(self, f))
         for i, name in enumerate(_MAPS):
             setattr(tt, name, dict(self._map(i)))
         tt.cause_durations = self._cause_durations()
