@@ -262,15 +262,42 @@ def perf_text(draw):
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=perf_text(), cuts=st.lists(st.integers(0, 12), max_size=3),
        opts=st.sampled_from(OPTS), raw=st.sampled_from([1, 2, 1 << 17]), streaming=st.booleans(),
-       budget=st.sampled_from([1, 40, 32 << 20]))
-def test_random_inputs_same_as_records(text, cuts, opts, raw, streaming, budget):
-    old = perf_script._RAW, perf_script._CALLERS_BUDGET
-    perf_script._RAW, perf_script._CALLERS_BUDGET = raw, budget
+       budget=st.sampled_from([1, 40, 32 << 20]), leaves=st.sampled_from([1, 2, 1 << 14]))
+def test_random_inputs_same_as_records(text, cuts, opts, raw, streaming, budget, leaves):
+    old = perf_script._RAW, perf_script._CALLERS_BUDGET, perf_script._LEAF_CACHE
+    perf_script._RAW, perf_script._CALLERS_BUDGET, perf_script._LEAF_CACHE = raw, budget, leaves
     try:
         records, summed = both(lists_of(text, cuts), opts, streaming=streaming)
     finally:
-        perf_script._RAW, perf_script._CALLERS_BUDGET = old
+        perf_script._RAW, perf_script._CALLERS_BUDGET, perf_script._LEAF_CACHE = old
     assert summed == records
+
+
+def leaf_key_calls(leaves: list, monkeypatch) -> int:
+    """How many leaf lines sum_blocks keyed (cache misses) over one event per leaf name in
+    ``leaves``, with a leaf cache of two; its sums must be the records'."""
+    monkeypatch.setattr(perf_script, "_LEAF_CACHE", 2)
+    text = "".join(f"a 1 [000] {i}.0: 1 cycles:\n\tff {leaf}+0x1 (b)\n\t1 main (b)\n\n"
+                   for i, leaf in enumerate(leaves, 1))
+    records, summed = both(lists_of(text), ParseOptions(), "x.txt")
+    assert summed == records
+    calls = []
+    real = perf_script._leaf_key
+    monkeypatch.setattr(perf_script, "_leaf_key", lambda leaf: calls.append(leaf) or real(leaf))
+    perf_script.sum_blocks(iter(lists_of(text)), "x.txt", ParseOptions(), {}, Sums(ParseOptions()))
+    return len(calls)
+
+
+def test_leaf_cache_keeps_what_it_has_when_it_did_not_pay(monkeypatch):
+    """Filled by two misses in a row (a hit rate under half): it keeps a and b, takes no
+    more; c is keyed each time (emptied and filled again, each of the 30 would be)."""
+    assert leaf_key_calls(["a", "b", "c"] * 10, monkeypatch) == 2 + 10
+
+
+def test_leaf_cache_starts_again_when_it_paid(monkeypatch):
+    """Filled after ten hits: emptied and filled again (c, d), and again, so the a at the
+    end is keyed anew; kept instead, c would have been keyed ten times."""
+    assert leaf_key_calls(["a"] * 10 + ["b"] + ["c"] * 10 + ["d", "a"], monkeypatch) == 5
 
 
 def test_a_full_callchain_cache_is_not_parsed_twice(monkeypatch):
