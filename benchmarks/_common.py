@@ -172,6 +172,40 @@ def shallow_file(size: str = "100M") -> Path | None:
     return out
 
 
+def new_leaves_file(size: str = "100M") -> Path | None:
+    """shallow_file(size) with every sample's leaf line made new: its address a counter
+    (perf's padding kept), its offset moved by the counter mod 61. replicate_perf_script.py
+    repeats the recording copy after copy, so in shallow_file a leaf line (9k distinct in
+    18k events) comes back in every copy and a cache of them hits from the second copy on;
+    here none repeats, as in a long recording of an interpreter whose every sample lands
+    on another instruction. The callers and headers are the shallow file's."""
+    src = shallow_file(size)
+    if src is None:
+        return None
+    out = CACHE / f"new-leaves-{size}.txt"
+    if out.exists():
+        return out
+    import re
+    leaf = re.compile(r"^(\t *)([0-9a-fA-F]+) (.*?)(?:\+0x([0-9a-fA-F]+))?( \(.*\))$")
+    n = 0
+    with open(src) as f, open(str(out) + ".tmp", "w") as o:
+        first = False  # the next line is an event's first callchain line
+        for line in f:
+            if first and line.startswith("\t"):
+                m = leaf.match(line.rstrip("\n"))
+                if m:
+                    n += 1
+                    pad, addr, sym, off, dso = m.groups()
+                    new = f"{0x400000 + n:x}"
+                    pad = pad + " " * max(0, len(addr) - len(new))
+                    sym += f"+0x{int(off, 16) + n % 61:x}" if off else ""
+                    line = f"{pad}{new} {sym}{dso}\n"
+            first = bool(line.strip()) and not line.startswith(("\t", " ", "#"))
+            o.write(line)
+    os.replace(str(out) + ".tmp", out)
+    return out
+
+
 def build_sched_file(size: str = "100M", seconds: int = 14) -> Path | None:
     """The sched shape of a parallel build, recorded once per machine with
     scripts/record.sh -a (sched_switch, sched_wakeup, sched_wakeup_new, -g): ``make -j3``

@@ -10,7 +10,10 @@ Inputs (built once, cached in $OFFCONV_BENCH_DIR, default /tmp/offconv-bench; ne
 repository):
 - deep: shared/bench/inputs/cpu.txt.xz grown to 100 MB (deep callchains that repeat);
 - shallow: an interpreter loop + a gcc/g++ compile loop recorded here (perf, root), grown
-  to 100 MB: 1-3 frames, a different leaf address in nearly every sample;
+  to 100 MB: 1-3 frames, a different leaf address in about every second sample of the
+  recording (9k distinct leaf lines in 18k events), which replication then repeats;
+- new leaves: the shallow file with every sample's leaf line renumbered (address a counter,
+  offset moved): no leaf line repeats, so no cache of them hits (_common.new_leaves_file);
 - java: a Java program (JDK, -XX:+DumpPerfMapAtExit) recorded here for 55 s (perf, root), cut
   or grown to 100 MB: JIT-compiled methods named from /tmp/perf-PID.map, the JIT's own threads;
 - jit: synthetic -- cpu.txt with its user frames renamed copy by copy to JIT-style names in
@@ -47,7 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (CACHE, ROOT, SHARED_BENCH, build_sched_file, input_file, java_file, javac_data, jit_file,  # noqa: E402
-                     nocallchain_data, nocallchain_text, offconv_cmd, program, shallow_file,
+                     new_leaves_file, nocallchain_data, nocallchain_text, offconv_cmd, program, shallow_file,
                      small_data, timed)
 
 DEVNULL = subprocess.DEVNULL
@@ -175,6 +178,8 @@ def main() -> int:
     if "collapse" in only:
         shapes = [("deep and repetitive (cpu.txt.xz)", input_file("cpu", "100M")),
                   ("shallow, varied leaf addresses (recorded here)", shallow_file("100M")),
+                  ("shallow, a new leaf line in every sample (the recording above, its leaves "
+                   "renumbered: no leaf repeats)", new_leaves_file("100M")),
                   ("Java, JIT-compiled methods (recorded here)", java_file("100M")),
                   ("Java/JIT-like, many distinct symbols (synthetic)", jit_file("100M")),
                   ("no call chains, one line an event (perf record without -g, recorded here; "
