@@ -172,6 +172,36 @@ def shallow_file(size: str = "100M") -> Path | None:
     return out
 
 
+def long_shallow_file(seconds: int = 215) -> Path | None:
+    """The shallow shape recorded whole, not grown by copying: shallow_file's workload (the
+    Python loop and the gcc/g++ loop) for ``seconds`` (about 90 MB of perf script text at
+    -F 999 -g -a on 2 CPUs). Nothing in it repeats but what the programs repeat: 19% of
+    its leaf lines and 18% of its callchains are distinct, where a copied file's come back
+    from the second copy on. Recorded once per machine (root + perf); None otherwise."""
+    d = CACHE / "shallow-long"
+    txt = d / "long.txt"
+    if txt.exists():
+        return txt
+    if shutil.which("perf") is None or os.geteuid() != 0:
+        return None
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "loop.py").write_text(
+        f"import time, json, re\nend = time.time() + {seconds}\nd = {{'a': [1, 2, 3], 'b': 'x' * 50}}\n"
+        "while time.time() < end:\n    s = json.dumps(d); json.loads(s); "
+        "re.sub(r'x+', 'y', s); sum(i * i for i in range(200))\n")
+    loop = SHARED_BENCH / "workloads" / "gccloop.sh"
+    print(f"recording {seconds} s of the shallow workload ...", file=sys.stderr, flush=True)
+    subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(d / "long.data"), "--",
+                    "sh", "-c", f"python3 {d / 'loop.py'} & sh {loop} {seconds} {d} & sleep {seconds}; wait"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(str(txt) + ".tmp", "wb") as f:
+        subprocess.run(["perf", "script", "-i", str(d / "long.data")], check=True, stdout=f,
+                       stderr=subprocess.DEVNULL)
+    os.replace(str(txt) + ".tmp", txt)
+    (d / "long.data").unlink()
+    return txt
+
+
 def new_leaves_file(size: str = "100M") -> Path | None:
     """shallow_file(size) with every sample's leaf line made new: its address a counter
     (perf's padding kept), its offset moved by the counter mod 61. replicate_perf_script.py

@@ -14,6 +14,8 @@ repository):
   recording (9k distinct leaf lines in 18k events), which replication then repeats;
 - new leaves: the shallow file with every sample's leaf line renumbered (address a counter,
   offset moved): no leaf line repeats, so no cache of them hits (_common.new_leaves_file);
+- shallow, recorded whole: the shallow workload recorded for 215 s (about 90 MB), not grown
+  by copying: what repeats in it, the programs repeated (_common.long_shallow_file);
 - java: a Java program (JDK, -XX:+DumpPerfMapAtExit) recorded here for 55 s (perf, root), cut
   or grown to 100 MB: JIT-compiled methods named from /tmp/perf-PID.map, the JIT's own threads;
 - jit: synthetic -- cpu.txt with its user frames renamed copy by copy to JIT-style names in
@@ -50,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (CACHE, ROOT, SHARED_BENCH, build_sched_file, input_file, java_file, javac_data, jit_file,  # noqa: E402
-                     new_leaves_file, nocallchain_data, nocallchain_text, offconv_cmd, program, shallow_file,
+                     long_shallow_file, new_leaves_file, nocallchain_data, nocallchain_text, offconv_cmd, program, shallow_file,
                      small_data, timed)
 
 DEVNULL = subprocess.DEVNULL
@@ -180,6 +182,8 @@ def main() -> int:
                   ("shallow, varied leaf addresses (recorded here)", shallow_file("100M")),
                   ("shallow, a new leaf line in every sample (the recording above, its leaves "
                    "renumbered: no leaf repeats)", new_leaves_file("100M")),
+                  ("shallow, recorded whole for 215 s (its workload; not grown by copying)",
+                   long_shallow_file()),
                   ("Java, JIT-compiled methods (recorded here)", java_file("100M")),
                   ("Java/JIT-like, many distinct symbols (synthetic)", jit_file("100M")),
                   ("no call chains, one line an event (perf record without -g, recorded here; "
