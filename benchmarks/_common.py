@@ -154,14 +154,7 @@ def shallow_file(size: str = "100M") -> Path | None:
         if shutil.which("perf") is None or os.geteuid() != 0:
             return None
         d.mkdir(parents=True, exist_ok=True)
-        (d / "loop.py").write_text(
-            "import time, json, re\nend = time.time() + 9\nd = {'a': [1, 2, 3], 'b': 'x' * 50}\n"
-            "while time.time() < end:\n    s = json.dumps(d); json.loads(s); "
-            "re.sub(r'x+', 'y', s); sum(i * i for i in range(200))\n")
-        loop = SHARED_BENCH / "workloads" / "gccloop.sh"
-        subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(d / "shallow.data"), "--",
-                        "sh", "-c", f"python3 {d / 'loop.py'} & sh {loop} 8 {d} & sleep 8; wait"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _record_shallow(d, d / "shallow.data", 8, python_seconds=9)
         with open(txt, "wb") as f:
             subprocess.run(["perf", "script", "-i", str(d / "shallow.data")], check=True, stdout=f,
                            stderr=subprocess.DEVNULL)
@@ -170,6 +163,21 @@ def shallow_file(size: str = "100M") -> Path | None:
         subprocess.run([sys.executable, str(SHARED_BENCH / "replicate_perf_script.py"), str(txt), size,
                         "-o", str(out)], check=True)
     return out
+
+
+def _record_shallow(d: Path, data: Path, seconds: int, python_seconds: int | None = None) -> None:
+    """perf record -F 999 -g -a of the shallow workload for ``seconds``: a Python loop
+    (json, re, a generator's sum; for ``python_seconds``, default ``seconds``) and
+    gccloop.sh compiling in a loop, both in ``d``."""
+    (d / "loop.py").write_text(
+        f"import time, json, re\nend = time.time() + {python_seconds or seconds}\n"
+        "d = {'a': [1, 2, 3], 'b': 'x' * 50}\n"
+        "while time.time() < end:\n    s = json.dumps(d); json.loads(s); "
+        "re.sub(r'x+', 'y', s); sum(i * i for i in range(200))\n")
+    loop = SHARED_BENCH / "workloads" / "gccloop.sh"
+    subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(data), "--",
+                    "sh", "-c", f"python3 {d / 'loop.py'} & sh {loop} {seconds} {d} & sleep {seconds}; wait"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def long_shallow_file(seconds: int = 215) -> Path | None:
@@ -185,15 +193,8 @@ def long_shallow_file(seconds: int = 215) -> Path | None:
     if shutil.which("perf") is None or os.geteuid() != 0:
         return None
     d.mkdir(parents=True, exist_ok=True)
-    (d / "loop.py").write_text(
-        f"import time, json, re\nend = time.time() + {seconds}\nd = {{'a': [1, 2, 3], 'b': 'x' * 50}}\n"
-        "while time.time() < end:\n    s = json.dumps(d); json.loads(s); "
-        "re.sub(r'x+', 'y', s); sum(i * i for i in range(200))\n")
-    loop = SHARED_BENCH / "workloads" / "gccloop.sh"
     print(f"recording {seconds} s of the shallow workload ...", file=sys.stderr, flush=True)
-    subprocess.run(["perf", "record", "-F", "999", "-g", "-a", "-o", str(d / "long.data"), "--",
-                    "sh", "-c", f"python3 {d / 'loop.py'} & sh {loop} {seconds} {d} & sleep {seconds}; wait"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _record_shallow(d, d / "long.data", seconds)
     with open(str(txt) + ".tmp", "wb") as f:
         subprocess.run(["perf", "script", "-i", str(d / "long.data")], check=True, stdout=f,
                        stderr=subprocess.DEVNULL)
