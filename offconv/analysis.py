@@ -507,7 +507,8 @@ class Analysis:
             arr.append(d)
             self._stack("blocked", key, process, d)
         if p.end_ns is not None:   # runnable from here (then on a CPU): busy, not waiting
-            self.last_in[p.task.tid] = p.runq_start_ns if p.has_runq else p.end_ns
+            # (after an inferred switch-in from an idle CPU: from when it was seen running)
+            self.last_in[p.task.tid] = p.runq_start_ns if p.has_runq else p.end_ns + p.unknown_ns
         if runq and p.has_runq:
             r = p.runq_ns
             tt.runq_ns += r

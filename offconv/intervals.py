@@ -11,9 +11,12 @@ The rules are DESIGN.md "Interval semantics"; they reproduce ``perf sched timehi
   ``sched_wakeup_new`` of a thread never seen starts its run-queue wait (state "").
 - switch-in of T (``next``): the run-queue interval ends (a blocked T with no wakeup
   seen is blocked until here: ``no_wakeup``); T is on-CPU.
-- T switched out while still off-CPU: its switch-in was not recorded; the previous
-  ``sched_switch`` on that CPU is taken as the switch-in (``inferred_switch_in``),
-  as timehist does (clamped so that intervals never run backwards).
+- T switched out while still off-CPU, or seen running (an event of its own: a wakeup
+  it makes, its exit) on a CPU whose last switch went to the idle task: its switch-in
+  was not recorded; the previous ``sched_switch`` on that CPU is taken as the switch-in
+  (``inferred_switch_in``), as timehist does (clamped so that intervals never run
+  backwards). From an idle CPU, the time from there until T was seen running is
+  ``Period.unknown_ns`` (blocked or running).
 
 An off-CPU period is emitted when it ends, as one ``Period`` (switch-out, wakeup,
 switch-in). Periods still open at the end are counted in ``stats["open"]`` (a woken
@@ -326,7 +329,12 @@ class _Machine:
             self._switch(ev, t)
             self.cpu_last[ev.cpu] = t
             self.cpu_idle[ev.cpu] = ev.next is not None and ev.next.tid == 0
-        elif ev.kind == WAKE:
+            return
+        if ev.cpu is not None and ev.task.tid and self._on_idle(ev.cpu):
+            # a task runs on a CPU whose last switch went to the idle task: it was switched
+            # in from idle unrecorded (corpus quirk 1: CPU 1's idle task's events are lost)
+            self._seen_after_idle(ev.task, ev.cpu, t)
+        if ev.kind == WAKE:
             self.wakeups += 1
             if not ev.new and ev.event not in WAKING_EVENTS:
                 self.wakeups_not_waking += 1
@@ -377,8 +385,23 @@ class _Machine:
             # held back -- CFS bandwidth throttling (cgroup cpu.max, a container's limit)
             th.to_idle = True
 
-    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> None:
-        """T is switched out while off-CPU: its switch-in was not recorded."""
+    def _on_idle(self, cpu) -> bool:
+        return self.cpu_idle.get(cpu, False)
+
+    def _seen_after_idle(self, task: Task, cpu, t: int) -> None:
+        """An event of ``task`` (it is running: a wakeup it makes, its exit) on ``cpu``,
+        whose last switch went to the idle task: an off-CPU ``task`` was switched in
+        unrecorded. Its period ends as at its switch-out (``_missed_switch_in``), but now,
+        before what it does next is read (the wait it ends may be a peer's: analysis
+        ``_peer`` asks since when the waker ran), and its split between blocked and running
+        is unknown only until here. It is on CPU from the inferred switch-in."""
+        st = self.threads.get(task.tid)
+        if st is not None and st.phase != ON and not self.per_process:
+            self._missed_switch_in(st, task.tid, cpu, t, seen=True)
+
+    def _missed_switch_in(self, st: _Thread, key, cpu, t: int, seen: bool = False) -> None:
+        """T is switched out while off-CPU (``seen``: T is seen running, at ``t``, on a
+        CPU that went idle): its switch-in was not recorded."""
         tin = self.cpu_last.get(cpu) if cpu is not None else None
         if self.per_process or tin is None:
             _count(self.stats, "per_process_unmeasured" if self.per_process else "no_switch_in",
@@ -392,12 +415,16 @@ class _Machine:
         tin = max(tin, st.start)
         idle = self.cpu_idle.get(cpu, False)
         p = st.period(tin, inferred=True, idle=idle)
-        if idle and tin == st.start:
-            # the CPU went idle at its switch-out and nothing ran there until it was
-            # switched out again: it came back from idle at an unknown time
+        if idle and (st.wake is None or st.wake > tin):
+            # the CPU went idle (at its switch-out, or at another task's later) while it was
+            # not runnable, and nothing else ran there until it is seen running: it was
+            # blocked, then came back from idle, at an unknown time in between
             p = replace(p, unknown_ns=t - tin)
         self.emit(p)
-        if self.oncpu:
+        if seen:   # on CPU from ``tin`` until its switch-out (its OnCpu record then)
+            on = self.threads[key] = _Thread(ON, tin, task=st.task)
+            on.dead = st.dead
+        elif self.oncpu:
             self.emit(OnCpu(st.task, tin, t))
 
     def _seen_running(self, task: Task, t: int) -> None:
@@ -507,7 +534,7 @@ class _Machine:
 
 # -- one input over two processes (offconv.sched_split) ---------------------------------
 # what the second part leaves to the first part's machine, in file order
-OP_OUT, OP_HANDOVER, OP_IN, OP_WAKE, OP_EXIT, OP_SEEN, OP_MISSED = range(7)
+OP_OUT, OP_HANDOVER, OP_IN, OP_WAKE, OP_EXIT, OP_SEEN, OP_MISSED, OP_GIVE, OP_SIGHT = range(9)
 
 
 class TailMachine(_Machine):
@@ -524,7 +551,9 @@ class TailMachine(_Machine):
     its off-CPU period if the switch-in was lost). An exit among them leaves the thread to
     the first part for the rest of the input (its later switch-out may end it as dead). A
     CPU's previous switch is known here after its first switch in this part: before, an
-    inferred switch-in reads the first part's (``OP_MISSED``)."""
+    inferred switch-in reads the first part's (``OP_MISSED``), and so does a task seen
+    running there (``OP_SIGHT``: whether that CPU had gone idle); a thread of this part's
+    seen so goes back to the first part (``OP_GIVE``) until its next switch-out."""
 
     def __init__(self, path: str, lenient: bool, stats: dict, emit=None, oncpu: bool = True,
                  per_thread: bool = True):
@@ -565,11 +594,31 @@ class TailMachine(_Machine):
         self.owned.add(key)
         self._off(ev, prev, key, t, False)
 
-    def _missed_switch_in(self, st: _Thread, key, cpu, t: int) -> None:
+    def _missed_switch_in(self, st: _Thread, key, cpu, t: int, seen: bool = False) -> None:
         if cpu is not None and cpu not in self.cpu_last:
             self.ops.append((OP_MISSED, st, key, cpu, t))
         else:
-            super()._missed_switch_in(st, key, cpu, t)
+            super()._missed_switch_in(st, key, cpu, t, seen)
+
+    def _on_idle(self, cpu) -> bool:
+        # a CPU not yet switched in this part: the first part's last switch there decides
+        return cpu not in self.cpu_last or self.cpu_idle.get(cpu, False)
+
+    def _seen_after_idle(self, task: Task, cpu, t: int) -> None:
+        key = task.tid
+        if key in self.owned:
+            if cpu in self.cpu_last:
+                super()._seen_after_idle(task, cpu, t)
+                return
+            st = self.threads.get(key)
+            if st is None or st.phase == ON:
+                return
+            # whether it was switched in depends on the first part's state: it goes back
+            del self.threads[key]
+            self.owned.discard(key)
+            self.ops.append((OP_GIVE, key, st))
+        self.touched.add(key)
+        self.ops.append((OP_SIGHT, task, cpu, t, self._cpu_state(cpu)))
 
     def _switch_in(self, task: Task, key, t: int, from_idle: bool) -> None:
         if key in self.owned:
@@ -660,6 +709,13 @@ def join(machine: _Machine, part: dict) -> None:
             machine._exit(op[1])
         elif kind == OP_SEEN:
             machine._seen_running(*op[1:])
+        elif kind == OP_GIVE:
+            machine.threads[op[1]] = op[2]
+        elif kind == OP_SIGHT:
+            _, task, cpu, t, state = op
+            cpu_then(cpu, state)
+            if machine.cpu_idle.get(cpu, False):
+                machine._seen_after_idle(task, cpu, t)
         else:
             _, st, key, cpu, t = op
             cpu_then(cpu, None)

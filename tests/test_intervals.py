@@ -121,6 +121,36 @@ def test_inferred_switch_in_before_the_wakeup_is_all_blocked():
     assert of(ivs, A) == [("blocked", "S", 10, 10), ("oncpu", "", 10, 30)]
 
 
+def test_a_task_seen_running_on_a_cpu_gone_idle_was_switched_in_unrecorded():
+    """CPU 1's idle task's events are lost on the recording VM (corpus quirk 1): a server
+    woken there by its timer shows up waking its client. Its switch-in is inferred then,
+    before the client's wait is read (the analysis asks since when its waker ran), from
+    the CPU's last switch (to idle, when the client blocked), and the time from there to
+    that wakeup is unknown: blocked or running."""
+    recs, stats = run_raw([
+        sw(10, 1, A, "S", B),       # the server blocks (its sleep), the client runs
+        sw(20, 1, B, "S", IDLE1),   # the client blocks (recv): cpu 1 goes idle
+        wk(60, 1, A, B),            # the server, running, wakes the client
+        sw(62, 1, A, "S", B),       # the server blocks again; the client runs
+    ])
+    periods = [r for r in recs if isinstance(r, Period)]
+    assert [(r.task.tid, r.start_ns // 1000, r.end_ns // 1000) for r in periods] == [
+        (A.tid, 10, 20), (B.tid, 20, 62)]            # the server's first: seen at 60
+    assert periods[0].inferred and periods[0].on_idle_cpu
+    assert periods[0].unknown_ns == 40_000            # 20 (idle) to 60 (seen running)
+    assert periods[1].unknown_ns == 0 and periods[1].wake_ns == 60_000
+    # on-CPU as timehist counts it: from the CPU's last switch to the switch-out
+    assert [(r.start_ns // 1000, r.end_ns // 1000) for r in recs
+            if isinstance(r, OnCpu) and r.task.tid == A.tid] == [(20, 62)]
+    assert stats["inferred_switch_in"] == 1 and stats["threads"][A.tid].inferred == 1
+
+
+def test_a_task_seen_on_a_cpu_that_did_not_go_idle_is_left_to_its_switch_out():
+    recs, _ = run_raw([sw(10, 1, A, "S", B), wk(30, 1, A, W), sw(40, 1, A, "S", B)])
+    p = [r for r in recs if isinstance(r, Period) and r.task.tid == A.tid]
+    assert [(r.end_ns // 1000, r.unknown_ns) for r in p] == [(10, 0)]   # timehist's, no unknown
+
+
 def test_exit_ends_the_thread_and_placeholder_header_is_ignored():
     ph = Task(":-1", -1, -1)
     ivs, stats = run([sw(0, 0, IDLE0, "R", A),

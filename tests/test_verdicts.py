@@ -139,6 +139,24 @@ def test_a_socket_wait_on_a_busy_peer_is_the_peers_cpu_work():
     assert an.threads[1].by_cause[("network", "socket")] == 16_750_000
 
 
+def test_a_socket_wait_on_a_peer_switched_in_unrecorded_from_idle_is_not_its_cpu_work():
+    """The peer's switch-in from an idle CPU was lost (corpus quirk 1): its period ends at
+    the CPU's last switch (timehist's inference), yet it was seen running only when it
+    woke the client; the time between is unknown, not the peer's CPU work."""
+    from offconv.analysis import Analysis
+    from offconv.model import Frame, Period, Task
+    an = Analysis()
+    me, peer = Task("client", 1, 1), Task("server", 1, 2)
+    sock = _k("unix_stream_read_generic", "schedule_timeout", "schedule")
+    key = (Frame("x"),)
+    # the server sleeps from 0; the client blocks at 1 ms and cpu 1 goes idle; the server,
+    # seen running at 4 ms, wakes the client
+    an.add_period(Period(peer, "S", 0, None, 1_000_000, _k("do_nanosleep", "schedule"), None,
+                         inferred=True, on_idle_cpu=True, unknown_ns=3_000_000), key, "p")
+    an.add_period(Period(me, "S", 1_000_000, 4_000_000, 4_010_000, sock, peer), key, "p")
+    assert an.threads[1].by_cause == {("network", "socket"): 3_000_000}
+
+
 def test_the_recorded_commands_process_tree():
     from offconv.analysis import Analysis
     from offconv.verdict import command_tree
