@@ -157,6 +157,62 @@ def test_a_socket_wait_on_a_peer_switched_in_unrecorded_from_idle_is_not_its_cpu
     assert an.threads[1].by_cause == {("network", "socket"): 3_000_000}
 
 
+def _workload(threads) -> "object":
+    """An Analysis of threads given as (comm, tid, [(on-CPU µs, kind, µs, stack)...]): each
+    slice runs, then waits ``kind`` ("R" preempted, "S"/"D" blocked) for that long, woken
+    (a blocked one) by a kworker just before its switch-in."""
+    from offconv.analysis import Analysis
+    from offconv.model import Frame, OnCpu, Period, Task
+    an, key, us = Analysis(), (Frame("x"),), 1000
+    waker = Task("kworker/0:1", None, 99)
+    for comm, tid, slices in threads:
+        task, t = Task(comm, None, tid), 0
+        for on, kind, off, stack in slices:
+            an.add_oncpu(OnCpu(task, t, t + on * us))
+            t += on * us
+            if kind == "R":
+                an.add_period(Period(task, "R", t, None, t + off * us, stack), key, "p")
+            else:
+                an.add_period(Period(task, kind, t, t + off * us - 10_000, t + off * us, stack,
+                                     waker), key, "p")
+            t += off * us
+    return an
+
+
+def test_a_program_blocked_for_long_is_not_diluted_by_busy_ones():
+    """Four CPU-bound processes and a `dd oflag=dsync` loop on two CPUs (held out: w5 of
+    the sixteenth round): dd blocked 40% of its time in disk waits of 4 ms (a p99 under
+    --blocked-p99), 8% of the pooled wall time. The blocked side is long (--blocked-share
+    is a share of a thread's wall time): both, not 'capacity ... the blocking paths are not
+    the problem'."""
+    from offconv.options import ReportOptions
+    from offconv.verdict import decide
+    disk = _k("folio_wait_bit", "io_schedule", "schedule")
+    spin = _k("asm_sysvec_apic_timer_interrupt", "schedule")
+    hogs = [("hog", 10 + i, [(4000, "R", 6000, spin)] * 100) for i in range(4)]
+    dd = ("dd", 20, [(3000, "D", 4000, disk), (0, "R", 3000, spin)] * 100)
+    d = decide(_workload(hogs + [dd]), ReportOptions())
+    assert d.blocked_share < 0.2 and d.blocked_p99_us < 10_000 and d.runq_share > 0.5
+    assert d.answer == "both" and d.cause[0] == "disk" and d.cause_thread.comm == "dd"
+    d = decide(_workload(hogs + [dd]), ReportOptions(blocked_share_long=0.45))
+    assert d.answer == "capacity"
+
+
+def test_a_program_waiting_for_cpus_is_not_diluted_by_blocked_ones():
+    lock = _k("futex_wait", "schedule")
+    spin = _k("asm_sysvec_apic_timer_interrupt", "schedule")
+    client = ("client", 1, [(5000, "S", 5000, lock)] * 100)     # blocked 50%
+    helper = ("helper", 2, [(8500, "R", 1500, spin)] * 100)     # run queue 15%, 1.5 ms each
+    d = decide_default(_workload([client, helper]))
+    assert d.runq_share < 0.1 and d.runq_p99_us < 10_000 and d.answer == "both"
+
+
+def decide_default(an):
+    from offconv.options import ReportOptions
+    from offconv.verdict import decide
+    return decide(an, ReportOptions())
+
+
 def test_the_recorded_commands_process_tree():
     from offconv.analysis import Analysis
     from offconv.verdict import command_tree
