@@ -17,9 +17,9 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Optional
 
-from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES, QUEUED_WAKER,
-                     TIMER_WAKER_NAME, UNREAD, Classifier, from_events, queued_wakeup,
-                     unread_stack, woken_by_timer)
+from .causes import (IDLE_CAUSES, INTERRUPT_WAKER_NAME, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES,
+                     QUEUED_WAKER, TIMER_WAKER_NAME, UNREAD, Classifier, from_events,
+                     queued_wakeup, unread_stack, woken_by_timer, woken_in_interrupt)
 from .inttable import IntTable
 from .latency import Runs, latency_stats, log2_buckets, percentile
 from .model import Task
@@ -496,7 +496,9 @@ class Analysis:
                 tt.woken += 1
                 ws = p.waker_stack
                 wk = (cause, QUEUED_WAKER if queued_wakeup(p.waker, ws)
-                       else TIMER_WAKER_NAME if ws and woken_by_timer(ws) else p.waker.comm)
+                       else TIMER_WAKER_NAME if ws and woken_by_timer(ws)
+                       else INTERRUPT_WAKER_NAME if ws and woken_in_interrupt(ws)
+                       else p.waker.comm)
                 tt.wakers[wk] = tt.wakers.get(wk, 0) + d
             tt.blocked_ns += d
             tt.by_cause[cause] = tt.by_cause.get(cause, 0) + d
@@ -525,10 +527,14 @@ class Analysis:
 
     def _peer(self, p, cause: tuple) -> tuple:
         """A socket, pipe, idle or unread wait ended by a thread that was runnable or
-        running for most of it: waiting for that thread's CPU work (causes, docstring)."""
+        running for most of it: waiting for that thread's CPU work (causes, docstring).
+        Not a wait ended from an interrupt (the task it found running did not end it), nor
+        an uninterruptible one (D: the kernel's I/O or locks -- its wake-up comes from the
+        device's completion on whichever task ran, which the stacks may not show)."""
         waker = p.waker
         if waker is not None and waker.tid and cause[0] in PEER_CAUSES \
-                and p.wake_ns is not None:
+                and p.wake_ns is not None and "D" not in p.state \
+                and not woken_in_interrupt(p.waker_stack):
             ran_from = self.last_in.get(waker.tid)
             d = p.wake_ns - p.start_ns
             if ran_from is not None and d > 0 and p.wake_ns - max(ran_from, p.start_ns) >= d / 2:

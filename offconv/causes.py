@@ -179,6 +179,18 @@ def woken_by_timer(waker_stack: tuple) -> bool:
     return any(f.kind == KERNEL and _TIMER.match(f.name.split(".", 1)[0]) for f in waker_stack)
 
 
+# a wait ended from an interrupt (a disk's or a NIC's completion, run in the interrupt or
+# in the softirq at its exit): sched_wakeup's task is whichever task the interrupt found on
+# that CPU -- a CPU hog beside an fsync loop "woke" it -- not one the wait was for
+INTERRUPT_WAKER_NAME = "(an interrupt)"
+_INTERRUPT = re.compile(r"^(asm_common_interrupt|common_interrupt|asm_sysvec_\w+|sysvec_\w+|"
+                        r"gic_handle_irq|handle_arch_irq|el[01]h?_64_irq(_handler)?|el[01]_irq)$")
+
+
+def woken_in_interrupt(waker_stack: tuple) -> bool:
+    return any(f.kind == KERNEL and _INTERRUPT.match(f.name) for f in waker_stack)
+
+
 def refine(cause: tuple, waker_stack: tuple, waker_cause: tuple | None) -> tuple[str, str]:
     """The cause of a wait from both ends: ``cause`` from its blocking stack, the waker's
     stack, and ``waker_cause``, the cause of the waker's own last wait (None if unknown)."""

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .causes import (IDLE_CAUSES, KTHREAD_COMM, NO_CHAIN, QUEUED_WAKER, TIMER_WAKER_NAME, UNREAD, UNREAD_ANY, UNRESOLVED,
+from .causes import (IDLE_CAUSES, INTERRUPT_WAKER_NAME, KTHREAD_COMM, NO_CHAIN, QUEUED_WAKER, TIMER_WAKER_NAME, UNREAD, UNREAD_ANY, UNRESOLVED,
                      UNRESOLVED_ANY)
 from .latency import Runs, percentile
 from .options import ReportOptions
@@ -357,6 +357,8 @@ def _blocked_text(d: Decision) -> str:
         woke = ", woken from another CPU (a queued wake-up: the trace does not name the waker)"
     elif d.waker == TIMER_WAKER_NAME:
         woke = ", ended by a timer"
+    elif d.waker == INTERRUPT_WAKER_NAME:
+        woke = ", woken from an interrupt (a device's completion)"
     else:
         woke = f", woken by {d.waker}" if d.waker and d.waker != t.comm else ""
     unc = ""

@@ -45,6 +45,8 @@ def test_verdict_and_top_cause_match_what_was_written_down(name, reports):
         assert cause in allowed, v["reason"]
         # the sentence names a workload thread and the cause
         assert v["cause"]["comm"] in exp["workload_comms"] or v["cause"]["comm"] == "sleep"
+        if "min_cause_share" in exp:
+            assert v["cause"]["share_of_thread"] >= exp["min_cause_share"], v["reason"]
     for word in exp.get("must_not_say", []):
         assert v["answer"] != word and cause != word, (word, v["reason"])
     # nothing dropped silently: every thread is in the workload or left out with a reason
@@ -211,6 +213,33 @@ def decide_default(an):
     from offconv.options import ReportOptions
     from offconv.verdict import decide
     return decide(an, ReportOptions())
+
+
+def test_a_wait_ended_from_an_interrupt_names_no_task(reports):
+    """fsync-loop's disk waits end in the block layer's completion, run from an interrupt
+    on whichever task was on that CPU (a cpuhog): not a waker to name."""
+    v = reports.setdefault("hogs_plus_fsync", _report("hogs_plus_fsync"))["verdict"]
+    assert v["cause"]["woken_by"] == "(an interrupt)", v["reason"]
+    assert "woken from an interrupt" in v["reason"] and "woken by cpuhog" not in v["reason"]
+
+
+def test_a_wait_ended_from_an_interrupt_or_uninterruptible_is_no_peers_cpu_work():
+    from offconv.analysis import Analysis
+    from offconv.model import KERNEL, Frame, Period, Task
+    sock = _k("tcp_recvmsg", "sk_wait_data", "schedule_timeout", "schedule")
+    irq = _k("try_to_wake_up", "sock_def_readable", "net_rx_action", "handle_softirqs",
+             "__irq_exit_rcu", "common_interrupt", "asm_common_interrupt")
+    unread = (Frame("[unknown]", "[kernel.kallsyms]", KERNEL),)
+    key = (Frame("x"),)
+    for state, stack, waker_stack, cause in (("S", sock, irq, ("network", "socket")),
+                                             ("D", unread, (), ("other", "kernel frames unresolved"))):
+        an = Analysis()
+        me, hog = Task("client", 1, 1), Task("hog", 3, 3)
+        # the hog is runnable or running from 0 to the end: busy through the whole wait
+        an.add_period(Period(hog, "R", -5_000_000, None, 0, ()), key, "p")
+        an.add_period(Period(me, state, 1_000_000, 3_000_000, 3_100_000, stack, hog, waker_stack),
+                      key, "p")
+        assert an.threads[1].by_cause == {cause: 2_000_000}, state
 
 
 def test_the_recorded_commands_process_tree():
