@@ -57,7 +57,7 @@ def render(profile, out: TextIO, opts=None) -> None:
     th = v["thresholds"]
     w(f"  ({scope_text(v)})\n")
     w(f"  (long = run-queue behind other tasks >= {th['runq_share_long']:.0%} of the workload's "
-      f"wall time, or p99 >= {human_us(th['runq_p99_long_us'])}; blocked >= "
+      f"(or one program's) wall time, or p99 >= {human_us(th['runq_p99_long_us'])}; blocked >= "
       f"{th['blocked_share_long']:.0%} or p99 >= {human_us(th['blocked_p99_long_us'])}"
       f"{'' if v['idle_waits_counted'] else '; idle, timed and child waits excluded'})\n")
     if d["per_process_recording"]:
