@@ -15,8 +15,9 @@ The rules are DESIGN.md "Interval semantics"; they reproduce ``perf sched timehi
   it makes, its exit) on a CPU whose last switch went to the idle task: its switch-in
   was not recorded; the previous ``sched_switch`` on that CPU is taken as the switch-in
   (``inferred_switch_in``), as timehist does (clamped so that intervals never run
-  backwards). From an idle CPU, the time from there until T was seen running is
-  ``Period.unknown_ns`` (blocked or running).
+  backwards, and, from an idle CPU, not before T's wake-up). From an idle CPU with no
+  wake-up seen, the time from there until T was seen running is ``Period.unknown_ns``
+  (blocked or running).
 
 An off-CPU period is emitted when it ends, as one ``Period`` (switch-out, wakeup,
 switch-in). Periods still open at the end are counted in ``stats["open"]`` (a woken
@@ -414,11 +415,14 @@ class _Machine:
             _thread_counts(self.stats, st.task.tid).inferred += 1
         tin = max(tin, st.start)
         idle = self.cpu_idle.get(cpu, False)
+        if idle and st.wake is not None and st.wake > tin:
+            # the CPU sat idle and the thread asleep until its wake-up: it ran after that
+            tin = st.wake
         p = st.period(tin, inferred=True, idle=idle)
-        if idle and (st.wake is None or st.wake > tin):
+        if idle and st.wake is None:
             # the CPU went idle (at its switch-out, or at another task's later) while it was
-            # not runnable, and nothing else ran there until it is seen running: it was
-            # blocked, then came back from idle, at an unknown time in between
+            # asleep, and nothing else ran there until it is seen running: it was blocked,
+            # then woken (unseen) and back from idle, at an unknown time in between
             p = replace(p, unknown_ns=t - tin)
         self.emit(p)
         if seen:   # on CPU from ``tin`` until its switch-out (its OnCpu record then)

@@ -228,8 +228,8 @@ class Period:
     previous sched_switch on that CPU was taken (as ``perf sched timehist`` does);
     ``on_idle_cpu``: the switch-in came from the idle task (its run-queue part is the
     wake-up of an idle CPU, not a wait behind another task). ``unknown_ns``: after an
-    inferred switch-in from an idle CPU (nothing else ran there) of a thread not runnable
-    when it went idle, the time until the thread is seen running there (an event of its
+    inferred switch-in from an idle CPU (nothing else ran there) of a thread asleep, its
+    wake-up not seen, the time until the thread is seen running there (an event of its
     own: a wakeup it makes, or its switch-out), which it spent blocked or running in an
     unknown split (timehist counts it as run time; offconv too, and reports the
     uncertainty)."""

@@ -115,10 +115,19 @@ def test_missing_switch_in_is_inferred_from_the_previous_switch_on_that_cpu():
 
 
 def test_inferred_switch_in_before_the_wakeup_is_all_blocked():
-    ivs, _ = run([sw(5, 0, B, "S", IDLE0), sw(10, 1, A, "S", W), wk(20, 1, W, A),
+    X = Task("x", None, 40)
+    ivs, _ = run([sw(5, 0, B, "S", X), sw(10, 1, A, "S", W), wk(20, 1, W, A),
                   sw(30, 0, A, "S", IDLE0)])
     # the previous switch on cpu 0 (5) is before A's switch-out: clamped to it, no negative time
     assert of(ivs, A) == [("blocked", "S", 10, 10), ("oncpu", "", 10, 30)]
+
+
+def test_inferred_switch_in_from_an_idle_cpu_is_not_before_the_wakeup():
+    """CPU 0 went idle at 5 and A was asleep until 20: it cannot have run before its
+    wake-up (timehist takes 5, or A's switch-out, and counts its sleep as run time)."""
+    ivs, _ = run([sw(5, 0, B, "S", IDLE0), sw(10, 1, A, "S", W), wk(20, 1, W, A),
+                  sw(30, 0, A, "S", IDLE0)])
+    assert of(ivs, A) == [("blocked", "S", 10, 20), ("runq", "W", 20, 20), ("oncpu", "", 20, 30)]
 
 
 def test_a_task_seen_running_on_a_cpu_gone_idle_was_switched_in_unrecorded():
