@@ -420,6 +420,7 @@ class Analysis:
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
     sched_wakeup_events: int = 0     # of them sched_wakeup (not sched_waking, not _new)
+    sched_waking_events: int = 0     # of them sched_waking
     seen_tids: set = field(default_factory=set)      # the tids `perf record -p` inputs switched out
     # the input being read's stats["threads"] (tid -> ThreadCounts): a thread's are taken
     # over when it ends (``exited``)
@@ -654,12 +655,15 @@ class Analysis:
     def finish(self) -> None:
         """Decide what the lock waits with no wakeup seen were: a thread whose futex waits
         that were seen ending mostly ended by a timer is in timed waits (idle-like); else
-        they are lock waits."""
+        they are lock waits. Where sched_waking was recorded, a release by another thread
+        would have shown (sched_waking fires in the waker, which runs): such a wait ended
+        by its timeout, on an idle CPU whose events were lost (corpus quirk 1)."""
+        waking = self.sched_waking_events > 0 and not self.per_process
         for tt in self.threads.live.values():   # (exited() packs no thread with such waits)
             ns = tt.by_cause.pop(UNWOKEN_LOCK, None)
             if ns is None:
                 continue
-            timed = tt.timed_lock_ns > tt.woken_lock_ns
+            timed = waking or tt.timed_lock_ns > tt.woken_lock_ns
             new = ("poll/idle", "timed wait (inferred)") if timed else ("lock", "futex")
             tt.by_cause[new] = tt.by_cause.get(new, 0) + ns
             # move the durations with them
@@ -699,6 +703,7 @@ class Analysis:
                 tt.no_wakeup += c.no_wakeup
         self.wakeup_events += stats.get("wakeup_events", 0)
         self.sched_wakeup_events += stats.get("sched_wakeup_events", 0)
+        self.sched_waking_events += stats.get("sched_waking_events", 0)
         if stats.get("per_process"):   # (its warning names some of them)
             self.seen_tids.update(t for t in stats.get("threads", {}) if t)
         self.resolve_child_waits(stats.get("exits", {}))
@@ -722,7 +727,8 @@ class Analysis:
             counts = sel.items()
         for k, v in counts:
             if k in ("threads", "first_ns", "last_ns", "per_process", "by_tid", "samples",
-                     "wakeup_events", "parents", "command", "exits", "sched_wakeup_events"):
+                     "wakeup_events", "parents", "command", "exits", "sched_wakeup_events",
+                     "sched_waking_events"):
                 continue
             self.dropped[k] = self.dropped.get(k, 0) + v
         if stats.get("samples"):

@@ -292,6 +292,7 @@ class _Machine:
         self.cpu_idle: dict = {}     # cpu -> its previous sched_switch went to the idle task
         self.wakeups = 0
         self.wakeups_not_waking = 0
+        self.wakings = 0
         self.last_ns: Optional[int] = None
         self.first_ns: Optional[int] = None
 
@@ -337,7 +338,9 @@ class _Machine:
             self._seen_after_idle(ev.task, ev.cpu, t)
         if ev.kind == WAKE:
             self.wakeups += 1
-            if not ev.new and ev.event not in WAKING_EVENTS:
+            if ev.event in WAKING_EVENTS:
+                self.wakings += 1
+            elif not ev.new:
                 self.wakeups_not_waking += 1
             self._wakeup(ev, t)
         elif ev.kind == EXIT:
@@ -532,6 +535,8 @@ class _Machine:
         # sched_wakeup events: a trace of sched_waking alone (perf sched record) can miss
         # wake-ups that sched_wakeup shows (measured: a throttled reader's I/O wake-ups)
         self.stats["sched_wakeup_events"] = self.wakeups_not_waking
+        # sched_waking events: they fire in the waker, so none is lost with an idle CPU's
+        self.stats["sched_waking_events"] = self.wakings
         self.stats["first_ns"] = self.first_ns
         self.stats["last_ns"] = self.last_ns
 
@@ -658,6 +663,7 @@ class TailMachine(_Machine):
         return {"ops": self.ops, "born": self.born, "marks": self.marks, "threads": self.threads,
                 "cpu_last": self.cpu_last, "cpu_idle": self.cpu_idle, "stats": self.stats,
                 "wakeups": self.wakeups, "wakeups_not_waking": self.wakeups_not_waking,
+                "wakings": self.wakings,
                 "first_ns": self.first_ns, "last_ns": self.last_ns}
 
 
@@ -731,6 +737,7 @@ def join(machine: _Machine, part: dict) -> None:
     machine.cpu_idle.update(part["cpu_idle"])
     machine.wakeups += part["wakeups"]
     machine.wakeups_not_waking += part["wakeups_not_waking"]
+    machine.wakings += part["wakings"]
     if part["last_ns"] is not None:
         machine.first_ns = machine.first_ns if machine.first_ns is not None else part["first_ns"]
         machine.last_ns = part["last_ns"]

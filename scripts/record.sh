@@ -63,8 +63,10 @@ Options:
                   run-to-run spread; needs -- CMD; the recordings are discarded
   -h, --help      this help
 
-Events (perf backend): sched:sched_switch, sched:sched_wakeup and
-sched:sched_wakeup_new with kernel+user call graphs (-g), system-wide (-a) with
+Events (perf backend): sched:sched_switch, sched:sched_wakeup,
+sched:sched_wakeup_new and sched:sched_waking (where the kernel has it: it fires
+in the waker, so a wake-up queued for an idle CPU still names who woke the task)
+with kernel+user call graphs (-g), system-wide (-a) with
 in-kernel tracepoint filters on the target's thread ids (-p, -- CMD: also every
 task created during the window, trimmed afterwards to the target's descendants
 by following sched_wakeup_new) or names (--comm), so that switch-ins are
@@ -402,7 +404,7 @@ function num(s, re,   t) { if (!match(s, re)) return ""; t = substr(s, RSTART, R
     c = num(h, " pid=-?[0-9]+ prio=-?[0-9]+ target_cpu=")
     if (match(h, / -?[0-9]+ +\[[0-9]+\] +[0-9]+\.[0-9]+: /)) { w = substr(h, RSTART + 1); sub(/ .*/, "", w); if (w in S) S[c] = 1 }
     keep = (c in S)
-  } else if (index(h, " sched:sched_wakeup: ")) {
+  } else if (index(h, " sched:sched_wakeup: ") || index(h, " sched:sched_waking: ")) {
     keep = (num(h, " pid=-?[0-9]+ prio=-?[0-9]+ target_cpu=") in S)
   }
   if (keep) { print; k++ }
@@ -442,6 +444,9 @@ record_perf() {
   fargs=(-e sched:sched_switch); [ -n "$sw" ] && fargs+=(--filter "$sw")
   fargs+=(-e sched:sched_wakeup); [ -n "$wk" ] && fargs+=(--filter "$wk")
   fargs+=(-e sched:sched_wakeup_new); [ -n "$wn" ] && fargs+=(--filter "$wn")
+  if [ -e "$tracefs/events/sched/sched_waking" ]; then   # Linux 4.3+
+    fargs+=(-e sched:sched_waking); [ -n "$wk" ] && fargs+=(--filter "$wk")
+  fi
   mkfifo "$tmpd/ctl" "$tmpd/ack" || fail "cannot create fifos in $tmpd"
   # The `sleep` workload is a dead man's switch: perf stops by itself even if this script is killed.
   set -m

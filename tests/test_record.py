@@ -119,7 +119,7 @@ def test_help_documents_every_option_and_the_events():
                 "--force", "--check", "--overhead N"):
         assert opt in r.stdout, opt
     for ev in ("sched:sched_switch", "sched:sched_wakeup", "sched:sched_wakeup_new",
-               "@runq_us", "@blocked_us", "@blocked_us_by_process[comm, pid]",
+               "sched:sched_waking", "@runq_us", "@blocked_us", "@blocked_us_by_process[comm, pid]",
                "@blocked_us_by_stack[kstack, comm]"):
         assert ev in r.stdout, ev
 
@@ -234,6 +234,50 @@ def test_perf_recording_of_a_command_gives_blocked_time_per_thread(tmp_path, wai
     # (oc-noise may still appear in a header: an interrupt on its CPU woke a waiter thread)
     assert not re.search(r"(prev_comm|next_comm|\bcomm)=oc-noise ", out.read_text())
     assert list(tmp_path.glob(".offconv-record.*")) == [] and list(tmp_path.glob("*.partial.*")) == []
+
+
+# A client and a CPU-bound server over a socketpair (each request costs the server 3 ms of
+# hashing): the client waits for the server's CPU work. Unpinned, its wake-ups are often
+# queued for its idle CPU, where sched_wakeup shows the idle task, or none on CPU 1 here.
+RPC_CPU = r"""
+import ctypes, hashlib, os, socket, sys, time
+prctl = ctypes.CDLL(None).prctl
+a, b = socket.socketpair()
+if os.fork() == 0:
+    prctl(15, b"oc-server", 0, 0, 0)
+    a.close()
+    while b.recv(64):
+        end = time.perf_counter() + 0.003
+        h = b"x"
+        while time.perf_counter() < end:
+            h = hashlib.sha256(h).digest()
+        b.sendall(b"ok")
+    os._exit(0)
+prctl(15, b"oc-client", 0, 0, 0)
+b.close()
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    a.sendall(b"req")
+    a.recv(64)
+a.close()
+os.wait()
+"""
+
+
+@needs("perf")
+def test_perf_recording_names_the_waker_of_a_wake_up_queued_for_an_idle_cpu(tmp_path):
+    """sched_waking is recorded (it fires in the waker): the client's waits are the server's
+    CPU work, and the answer is to profile on CPU, not to fix a network."""
+    out = tmp_path / "rpc.txt"
+    r = record("-d", "4", "-o", out, "--", sys.executable, "-c", RPC_CPU, "2", env=ENV, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert " sched:sched_waking: comm=oc-client " in text
+    rep = report_json(out)
+    causes = {c["cause"]: c["blocked_us"] for c in rep["causes"]}
+    assert causes.get("peer-cpu", 0) > 1_000_000, causes
+    assert causes.get("network", 0) < causes["peer-cpu"] / 4, causes
+    assert rep["verdict"]["answer"] == "on-cpu", rep["verdict"]["reason"]
 
 
 @needs("perf")

@@ -242,6 +242,25 @@ def test_a_wait_ended_from_an_interrupt_or_uninterruptible_is_no_peers_cpu_work(
         assert an.threads[1].by_cause == {cause: 2_000_000}, state
 
 
+def test_a_futex_wait_with_no_wake_up_where_sched_waking_was_recorded_is_a_timeout():
+    """A release by another thread would show: sched_waking fires in the waker, which runs.
+    A daemon's 50 ms futex timeouts on CPU 1 (whose idle task's events are lost here) are
+    timed waits, not a lock the verdict should send the user to fix."""
+    from offconv.analysis import Analysis
+    from offconv.model import Frame, Period, Task
+    futex = _k("futex_wait", "futex_do_wait", "schedule")
+    for counts, want in (({}, ("lock", "futex")),
+                         ({"sched_waking_events": 40}, ("poll/idle", "timed wait (inferred)"))):
+        an = Analysis()
+        daemon = Task("daemon", 5, 5)
+        for k in range(5):
+            an.add_period(Period(daemon, "S", k * 50_000_000, None, k * 50_000_000 + 49_900_000,
+                                 futex, None), (Frame("x"),), "p")
+        an.add_counts(counts)
+        an.finish()
+        assert set(an.threads[5].by_cause) == {want}, counts
+
+
 def test_the_recorded_commands_process_tree():
     from offconv.analysis import Analysis
     from offconv.verdict import command_tree
