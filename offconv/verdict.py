@@ -77,8 +77,13 @@ def _latency(cause: tuple, idle_counted: bool) -> bool:
     return idle_counted or cause[0] not in IDLE_CAUSES
 
 
+def _blocked_latency(t, idle_counted: bool) -> int:
+    """A thread's blocked time in latency causes."""
+    return sum(ns for c, ns in t.by_cause.items() if _latency(c, idle_counted))
+
+
 def busy_ns(t, idle_counted: bool) -> int:
-    lat = sum(ns for c, ns in t.by_cause.items() if _latency(c, idle_counted))
+    lat = _blocked_latency(t, idle_counted)
     unknown = sum(ns for c, ns in t.unknown_by_cause.items() if _latency(c, idle_counted))
     return t.oncpu_ns - t.unknown_ns + lat + t.runq_contention_ns + unknown
 
@@ -298,10 +303,6 @@ def decide(an, ropts: ReportOptions) -> Decision:
                     runq_p99, blocked_p99, ns_to_us(idle_wakeup), cause, cause_thread,
                     cause_share, cause_p99, waker, runq_thread, sc, idle_counted, throttled,
                     unresolved_share(an))
-
-
-def _blocked_latency(t, idle_counted: bool) -> int:
-    return sum(ns for c, ns in t.by_cause.items() if _latency(c, idle_counted))
 
 
 def _group_share(groups: dict, part) -> float:
