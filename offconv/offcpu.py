@@ -362,7 +362,7 @@ class _Builder:
         for reason, one, many, text in (
                 ("inferred_switch_in", "switch-in", "switch-ins",
                  "missing (the previous sched_switch on that CPU was taken, as perf sched "
-                 "timehist does)"),
+                 "timehist does; from an idle CPU, not before the thread's wake-up)"),
                 ("inferred_from_task", "switch-in", "switch-ins",
                  "missing and the input has no cpu field (the thread's next event as the "
                  "running task was taken)"),
