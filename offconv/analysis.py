@@ -8,6 +8,7 @@ percentiles and histograms ``offconv.latency``, the verdict ``offconv.verdict``.
 """
 from __future__ import annotations
 
+import pickle
 import sys
 from array import array
 from collections.abc import Sequence
@@ -355,6 +356,36 @@ class Threads:
             c, at = chunks[pos >> 32], pos & _LO
             if c[at] >= 0:     # (-1: taken out)
                 yield PackedThread(c, at)
+
+    # -- pickling (offconv.parallel.load_pair: a diff's BEFORE, loaded in a child) --------
+    def __getstate__(self):
+        # the packed records name their keys by this process's numbering (_KEYS): the keys
+        # go with them, and the receiving process numbers them its own way (__setstate__)
+        return self.live, self.chunks, self._order, self._where, (_KEYS[:] if self._where else [])
+
+    def __setstate__(self, state) -> None:
+        self.live, self.chunks, self._order, self._where, keys = state
+        if not keys:
+            return
+        new = [_key_id(k) for k in keys]
+        if len(_KEYS) >= _KMAX:
+            raise pickle.UnpicklingError("packed threads: too many keys to renumber here")
+        chunks = self.chunks
+        for pos in self._order:
+            a, at = chunks[pos >> 32], pos & _LO
+            if a[at] < 0:     # (taken out)
+                continue
+            t = PackedThread(a, at)
+            a[at + 2] = new[a[at + 2]]
+            p = t._maps_at()
+            for p in range(p, p + sum(t._count(j) for j in range(len(_MAPS)))):
+                w = a[p]
+                a[p] = new[w >> _VBITS] << _VBITS | (w & (_VMAX - 1))
+            p = t._cd_at()
+            for _ in range(t._count(len(_MAPS))):
+                w = a[p]
+                a[p] = new[w >> 32] << 32 | (w & _LO)
+                p += 1 + (w & _LO)
 
     # -- packing -------------------------------------------------------------------------
     def pack(self, tid) -> bool:

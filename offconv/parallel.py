@@ -520,9 +520,12 @@ class _fork:
         self.pid = None
         if status != 0 or not data:
             return None
-        if not self._share:
-            return pickle.loads(data)
-        return _Unpickler(data, {} if frames is None else frames).load()
+        try:
+            if not self._share:
+                return pickle.loads(data)
+            return _Unpickler(data, {} if frames is None else frames).load()
+        except pickle.UnpicklingError:   # (what cannot be taken over here: read it again)
+            return None
 
     def stop(self):
         """Kill and reap a child whose result was not read (the parent's part failed)."""

@@ -289,6 +289,11 @@ def pair_all(monkeypatch):
     return calls
 
 
+VERDICT = Path(__file__).parent / "fixtures" / "recorded" / "verdict"
+HOGS = VERDICT / "hogs_plus_fsync" / "hogs_plus_fsync.perf-script.txt.gz"
+LOOPBACK = VERDICT / "loopback_unpinned" / "loopback_unpinned.perf-script.txt.gz"
+
+
 def _diff(monkeypatch, tmp_path, jobs, *args):
     monkeypatch.setenv("OFFCONV_JOBS", jobs)
     out = tmp_path / f"out-{jobs}"
@@ -301,8 +306,10 @@ def _diff(monkeypatch, tmp_path, jobs, *args):
 
 @pytest.mark.parametrize("to", ["folded", "svg", "json", "report"])
 def test_both_sides_at_once_equal_the_serial_order(to, monkeypatch, tmp_path, pair_all):
+    # (and two different workloads, whose threads that ended are packed with different keys)
     for before, after, extra in ((VB, VA, ()), (D / "before.folded", D / "after.folded", ()),
-                                 (VB, VA, ("--fail-above", "1", "--fail-on", "blocked"))):
+                                 (VB, VA, ("--fail-above", "1", "--fail-on", "blocked")),
+                                 (HOGS, LOOPBACK, ())):
         serial = _diff(monkeypatch, tmp_path, "1", before, after, "--to", to, *extra)
         pair_all.clear()
         both = _diff(monkeypatch, tmp_path, "2", before, after, "--to", to, *extra)

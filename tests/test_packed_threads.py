@@ -79,6 +79,35 @@ def test_a_packed_thread_reads_as_the_thread_it_was_and_unpacks_to_it():
     _same(p, tt)                                 # packing another leaves it as it was
 
 
+def test_packed_threads_pickled_to_a_process_that_numbers_keys_its_own_way(monkeypatch):
+    """`offconv diff` loads BEFORE in a forked child, which numbers the keys it meets after
+    the fork as the parent numbers its own (AFTER's): the records go with their keys and
+    are renumbered where they are read (a held-out diff of two recordings crashed)."""
+    import pickle
+    threads = Threads()
+    tt = _full()
+    _packed(threads, tt)
+    threads.live[7] = ThreadTotals(Task("live", None, 7))
+    other = _full()
+    other.tid, other.comm = 99, "cc1plus"
+    _packed(threads, other)
+    threads.take(99)                          # taken out: its record is skipped
+    threads.live.pop(99)
+    data = pickle.dumps(threads)
+    keys = ["shifted-%d" % i for i in range(5)] + [("disk", "read"), "S"]
+    monkeypatch.setattr(analysis, "_KEYS", list(keys))
+    monkeypatch.setattr(analysis, "_KEY_IDS", {k: i for i, k in enumerate(keys)})
+    got = pickle.loads(data)
+    assert set(got.live) == {7} and len(got) == 2 and 99 not in got
+    _same(got.get(tt.tid), tt)
+    _same(got.get(tt.tid).unpack(), tt)
+    # where its keys cannot be numbered (beyond _KMAX), it is refused: the parent then
+    # loads that side itself (parallel._fork.result: None)
+    monkeypatch.setattr(analysis, "_KMAX", len(keys))
+    with pytest.raises(pickle.UnpicklingError):
+        pickle.loads(data)
+
+
 def test_the_arena_starts_a_new_chunk_and_a_thread_that_does_not_fit_stays_live(monkeypatch):
     monkeypatch.setattr(analysis, "ARENA_CHUNK", 60)
     threads = Threads()
