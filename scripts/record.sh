@@ -633,8 +633,13 @@ record_bpftrace() {
   now_us; local t0=$NOW
   [ "$target" = cmd ] && release_workload
   wait_window "$t0"
-  # the interval probe ends bpftrace at the deadline; give it a moment before SIGINT
-  for i in $(seq 40); do alive "$tracer" || break; tick 0.05; done
+  # at the deadline the interval probe ends bpftrace, which then prints its maps (resolving
+  # the stacks' symbols can take seconds): a SIGINT while it prints cuts them short, so it
+  # is left to finish. Otherwise (CMD or the process ended, Ctrl-C) SIGINT at once, before
+  # the interval probe ends it too.
+  if [ "$end_reason" = deadline ] || [ "$end_reason" = tracer ]; then
+    for i in $(seq 1200); do alive "$tracer" || break; tick 0.05; done
+  fi
   [ "$end_reason" = tracer ] && end_reason=deadline
   stop_tracer
   if [ "$target" = cmd ] && alive "$workload"; then kill_tree "$workload"; fi
