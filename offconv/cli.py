@@ -327,7 +327,7 @@ def app():
       offconv report perf.txt [--json]    blocked vs run-queue, causes, verdict
 
     \b
-    Not available yet: 'offconv record'.
+    Record: offconv record -a -d 10 -o rec.txt (scheduler events, bounded; record --help).
     Compare two recordings: offconv diff BEFORE AFTER [-o diff.svg] [--fail-above PCT].
     Options of the default command: offconv convert --help.
     Exit codes: 0 ok, 1 diff --fail-above exceeded, 2 usage or input error,

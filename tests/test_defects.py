@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import shutil
 import json
+import re
 import os
 import subprocess
 import sys
@@ -402,6 +403,18 @@ def test_plain_offconv_prints_top_level_help_and_exits_2():
     assert "Missing argument" not in r.stderr
     h = _cli("--help")
     assert h.returncode == 0 and "Commands:" in h.stdout and "70 internal error" in h.stdout
+
+
+def test_top_level_help_offers_only_commands_that_exist():
+    # it said "Not available yet: 'offconv record'" after record had shipped
+    h = _cli("--help").stdout
+    listed = re.findall(r"^  (\w+) ", h.split("Commands:")[1], re.M)
+    assert set(listed) == {"convert", "diff", "record", "report"}
+    assert "not available" not in h.lower()
+    for cmd in set(re.findall(r"\boffconv ([a-z]+) ", h)) - {"perf"}:
+        assert cmd in listed, cmd
+    r = _cli("record", "--help")
+    assert r.returncode == 0 and "-a " in r.stdout and "sched_switch" in r.stdout
 
 
 def test_unknown_option_is_one_line_and_a_hint():
