@@ -377,10 +377,10 @@ class Threads:
                 continue
             t = PackedThread(a, at)
             a[at + 2] = new[a[at + 2]]
-            p = t._maps_at()
-            for p in range(p, p + sum(t._count(j) for j in range(len(_MAPS)))):
-                w = a[p]
-                a[p] = new[w >> _VBITS] << _VBITS | (w & (_VMAX - 1))
+            start = t._maps_at()
+            for i in range(start, start + sum(t._count(j) for j in range(len(_MAPS)))):
+                w = a[i]
+                a[i] = new[w >> _VBITS] << _VBITS | (w & (_VMAX - 1))
             p = t._cd_at()
             for _ in range(t._count(len(_MAPS))):
                 w = a[p]
