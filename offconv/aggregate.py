@@ -121,7 +121,12 @@ class Sums:
             profile = Profile()
         want, unit, kind = self.want, self.unit, self.kind
         if self.other and self.defaulted:
-            profile.warnings.append(f"Filtering for events of type: {want}")
+            if want.startswith("@"):   # bpftrace maps (parsers.bpftrace.records)
+                profile.warnings.append(f"{path or 'input'}: several stack maps: summed {want} (the "
+                                        "first), left the others out (--event-filter @NAME "
+                                        "picks another)")
+            else:
+                profile.warnings.append(f"Filtering for events of type: {want}")
         if want and kind == ONCPU and unit == SAMPLES:
             # what the weights are: perf's periods of that event (cpu-clock: ns), or counts
             profile.event = want if self.weighted else (profile.event or "")
@@ -159,3 +164,104 @@ def _add(dst: dict, pairs) -> None:
         if len(dst) != m:
             continue
         dst[key] = had + n
+
+
+def sample_filters(agg) -> bool:
+    """Whether the selection options (-p, --filter-tid, --comm, -U, -K, -d) ask
+    select_samples for anything."""
+    return bool(agg.filter_pids or agg.filter_tids or agg.comm or agg.user_stacks_only
+                or agg.kernel_stacks_only or agg.delimited)
+
+
+def select_samples(profile: Profile, agg, paths=()) -> None:
+    """-p/--filter-pid, --filter-tid, --comm and -U/-K/-d on a profile of samples (perf's
+    on-CPU samples, folded stacks, bpftrace stack maps), as offconv.offcpu applies them to
+    intervals: a stack is kept by the task of its thread frame, and its frames are split
+    by kind (user below kernel, a '-' between them with -d). A thread selection the input
+    cannot answer (pids of folded stacks, which name threads only) is a usage error, not
+    an empty or unfiltered output."""
+    import re
+    from .model import DELIMITER, KERNEL, MARKER, THREAD
+    what = " and ".join(paths) or "the input"
+    comm_re = re.compile(agg.comm) if agg.comm else None
+    tids_as_pids = False
+    kept: dict = {}
+
+    def keep(task) -> bool:
+        nonlocal tids_as_pids
+        k = kept.get(task)
+        if k is not None:
+            return k
+        if agg.filter_pids:
+            pid = task.pid
+            if pid is None:
+                if task.tid is None:
+                    raise OffconvError(f"{what}: -p/--filter-pid: the input names no processes "
+                                       "(its stacks carry thread names only): select by "
+                                       "name with --comm REGEX")
+                pid, tids_as_pids = task.tid, True
+            if pid not in agg.filter_pids:
+                kept[task] = False
+                return False
+        if agg.filter_tids:
+            if task.tid is None:
+                raise OffconvError(f"{what}: --filter-tid: the input names no threads by id "
+                                   "(its stacks carry thread names only): select by name "
+                                   "with --comm REGEX")
+            if task.tid not in agg.filter_tids:
+                kept[task] = False
+                return False
+        k = kept[task] = comm_re is None or comm_re.search(task.comm) is not None
+        return k
+
+    split = agg.user_stacks_only or agg.kernel_stacks_only or agg.delimited
+    any_kernel = False
+    frames_of: dict = {}
+
+    def frames(stack: tuple) -> tuple:
+        nonlocal any_kernel
+        got = frames_of.get(stack)
+        if got is None:
+            head = stack[:1] if stack and stack[0].kind == THREAD else ()
+            body = stack[len(head):]
+            # [vdso] is kernel-provided code run in user mode: the user stack's, as bcc's
+            # (only stackcollapse-perf.pl's --kernel marks it _[k], by its brackets)
+            kernel = tuple(f for f in body if f.kind == KERNEL and f.module != "[vdso]")
+            user = tuple(f for f in body if (f.kind != KERNEL or f.module == "[vdso]")
+                         and not (f.kind == MARKER and f.name == "-"))
+            any_kernel = any_kernel or bool(kernel)
+            if agg.user_stacks_only:
+                kernel = ()
+            if agg.kernel_stacks_only:
+                user = ()
+            got = frames_of[stack] = head + user + (
+                (DELIMITER,) if agg.delimited and user and kernel else ()) + kernel
+        return got
+
+    def select(samples: Optional[dict]) -> Optional[dict]:
+        if samples is None:
+            return None
+        out: dict = {}
+        for stack, w in samples.items():
+            if stack and stack[0].kind == THREAD and stack[0].task is not None:
+                if not keep(stack[0].task):
+                    continue
+            elif agg.filter_pids or agg.filter_tids or comm_re is not None:
+                raise OffconvError(f"{what}: -p/--filter-tid/--comm: its stacks name no thread "
+                                   "(no comm at their root): nothing to select by")
+            if split:
+                stack = frames(stack)
+            out[stack] = out.get(stack, 0) + w
+        return out
+
+    profile.samples = select(profile.samples)
+    profile.before = select(profile.before)
+    profile.folded_names = profile.stack_names = None   # names of the stacks before
+    if tids_as_pids:
+        profile.warnings.append("-p/--filter-pid: the input carries only thread ids (perf "
+                                "script default fields), so -p matched the tid; use perf "
+                                "script -F with pid to match processes")
+    if split and not any_kernel and profile.samples:
+        profile.warnings.append("-U/-K/-d: no frame of the input is marked as the kernel's "
+                                "(folded stacks without _[k] or bcc's '-' delimiter): "
+                                "every frame was taken as a user frame")

@@ -20,11 +20,11 @@ _SUFFIX = {INLINE: "_[i]", KERNEL: "_[k]", JIT: "_[j]"}
 
 
 def thread_label(task: Optional[Task], name: str, opts: NamingOptions) -> str:
-    if task is None or task.tid is None:
+    if task is None or task.tid is None and (task.pid is None or not (opts.pid or opts.tid)):
         return name.replace(";", ":")
     label = task.comm.replace(" ", "_").replace(";", ":")
     if opts.tid:
-        return f"{label}-{'?' if task.pid is None else task.pid}/{task.tid}"
+        return f"{label}-{'?' if task.pid is None else task.pid}/{'?' if task.tid is None else task.tid}"
     if opts.pid:
         return f"{label}-{'?' if task.pid is None else task.pid}"
     return label

@@ -12,7 +12,7 @@ from itertools import chain
 from typing import Iterable, Iterator, Optional
 
 from . import formats, gcpause
-from .aggregate import Sums, aggregate_samples
+from .aggregate import Sums, aggregate_samples, sample_filters, select_samples
 from .errors import OffconvError
 from .model import (OFFCPU_MODES, ONCPU, SWITCH, Histogram, Profile, Sample, SchedEvent,
                     is_sched_tracepoint)
@@ -165,6 +165,12 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
     agg = opts.aggregate
     if agg.state_split is None:
         agg = replace(agg, state_split=state_split_default)
+    paths = list(paths)
+    select = sample_filters(agg)
+    if select and (agg.folded or agg.svg):
+        # samples are selected once summed (select_samples): none is named ahead of that
+        agg = replace(agg, folded=False, svg=False)
+        opts = replace(opts, aggregate=agg)
     profile: Optional[Profile] = None
     sched_inputs: list = []
     histograms: list = []
@@ -227,6 +233,8 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
                                        recorded=frozenset(stats.get("recorded_by_offconv", ())))
     if profile is None:
         profile = Profile()
+    if select and not sched_inputs:
+        select_samples(profile, agg, tuple(paths))
     from .histograms import merge
     profile.histograms[:] = merge(profile.histograms + histograms)
     # the converters' warnings first (perf found no kernel symbols: every cause is in doubt)

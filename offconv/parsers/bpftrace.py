@@ -49,10 +49,17 @@ _PERF_FRAME = re.compile(r"^([0-9a-fA-F]+) (.*?)(?: \((.*)\))?$")
 _STATS = re.compile(r"^count (-?\d+), average (-?\d+), total (-?\d+)$")
 _INT = re.compile(r"^-?\d+$")
 _ROW_PARTS = re.compile(r"^(\[[^\])]*[\])]|\(\.\.\., [^)]*\))\s*(\d+) \|")
-# functions that only a kernel stack holds (to put a kernel stack above a user stack)
-_KERNEL_HINTS = ("__schedule", "schedule", "do_syscall_64", "entry_SYSCALL_64",
-                 "entry_SYSCALL_64_after_hwframe", "ret_from_fork", "kthread",
-                 "finish_task_switch", "worker_thread")
+# functions that only a kernel stack holds (to put a kernel stack above a user stack):
+# the scheduler, the syscall, interrupt and exception entries, the idle loop, kthreads
+_KERNEL_HINTS = frozenset((
+    "__schedule", "schedule", "schedule_idle", "do_syscall_64", "x64_sys_call",
+    "entry_SYSCALL_64", "entry_SYSCALL_64_after_hwframe", "ret_from_fork", "ret_from_fork_asm",
+    "kthread", "finish_task_switch", "worker_thread", "smpboot_thread_fn", "handle_softirqs",
+    "__do_softirq", "irq_exit_rcu", "__irq_exit_rcu", "irqentry_exit_to_user_mode",
+    "exit_to_user_mode_loop", "do_idle", "cpu_startup_entry", "start_secondary",
+    "secondary_startup_64", "common_startup_64", "start_kernel", "rest_init"))
+_KERNEL_PREFIXES = ("__x64_sys_", "__ia32_sys_", "__arm64_sys_", "asm_sysvec_", "asm_exc_",
+                    "asm_common_interrupt", "sysvec_", "__sysvec_", "entry_SYSCALL")
 
 
 @dataclass(frozen=True)
@@ -287,21 +294,52 @@ def _frame(line: str, kind: str, cache: dict) -> Frame:
 
 
 def _stack_kind(frames: tuple) -> str:
-    """KERNEL when the stack holds a function only kernel stacks hold, else USER."""
+    """KERNEL when the stack holds a function only kernel stacks hold or a kernel address
+    (``0xffff...``, ``[kernel.kallsyms]``), USER when it holds a user-space address or dso,
+    "" when it does not say."""
+    kind = ""
     for line in frames:
         if "[kernel.kallsyms]" in line:
             return KERNEL
         f = _frame(line, USER, {})
-        if f.name in _KERNEL_HINTS or f.name.startswith("__x64_sys_"):
+        name = f.name
+        if name in _KERNEL_HINTS or name.startswith(_KERNEL_PREFIXES):
             return KERNEL
-    return USER
+        if name.startswith("0x"):
+            if name.startswith("0xffff") and len(name) == 18:
+                return KERNEL
+            kind = USER
+        elif f.module:
+            kind = USER
+    return kind
+
+
+def stack_kinds(stacks: list) -> list:
+    """The kind of each stack of one key. The key's order is the script's (``kstack``,
+    ``ustack`` in any order): a stack that says nothing is USER, unless the key's other
+    stack is a user stack (then it is the kernel's), or the key holds two stacks of which
+    neither says (then the first is the kernel's: ``@[kstack, ustack, comm]``, the usual
+    order of off-CPU scripts). An empty stack (a kernel thread's user stack) is printed as
+    an empty key part (``, , comm]``) and holds no frames either way."""
+    kinds = [_stack_kind(s) for s in stacks]
+    if len(stacks) == 2:
+        a, b = kinds
+        if a == b == "" or a == b == USER:
+            kinds = [KERNEL, USER]
+        elif a == "" or b == "":
+            known = a or b
+            other = USER if known == KERNEL else KERNEL
+            kinds = [a or other, b or other]
+    return [k or USER for k in kinds]
 
 
 def stack_of(keys: tuple, cache: dict) -> tuple:
-    """(task, frames root first) of a stack-keyed map element."""
+    """(task, frames root first) of a stack-keyed map element: the user frames below the
+    kernel frames, the other key parts as the task (the first name-like part its comm, the
+    first number its pid; an empty part is an empty stack, never a name)."""
     stacks = [p for p in keys if is_stack(p)]
-    others = [p for p in keys if not is_stack(p)]
-    kinds = [_stack_kind(s) for s in stacks]
+    others = [p for p in keys if not is_stack(p) and p != ""]
+    kinds = stack_kinds(stacks)
     frames: list = []
     for s, k in sorted(zip(stacks, kinds), key=lambda sk: sk[1] == KERNEL):
         frames.extend(_frame(line, k, cache) for line in reversed(s))
@@ -313,9 +351,47 @@ def stack_of(keys: tuple, cache: dict) -> tuple:
     return task, tuple(frames)
 
 
-def records(items: Iterable[Entry], opts: ParseOptions, stats: Optional[dict] = None) -> Iterator:
-    cache: dict = {}
+def _empty_stacks(items: Iterable[Entry]) -> Iterator[Entry]:
+    """The entries, an empty stack made ``()``: bpftrace prints one as an empty key part
+    (``@[, , kworker/0:2]: 4``, or ``, , comm]`` after a stack; in JSON ``",comm"``), so an
+    element whose every stack is empty looks like a scalar map's. A part is a stack where
+    another element of the same map (printed together) has one: elements with an empty
+    part met before the map's first stack wait for it (the map ends without one: they
+    are what they look like)."""
+    name = None
+    where: set = set()
+    held: list = []
     for e in items:
+        if e.name != name:
+            yield from held
+            held, name, where = [], e.name, set()
+        if e.buckets is None:
+            at = {i for i, p in enumerate(e.keys) if is_stack(p)}
+            if not at <= where:
+                where |= at
+                for h in held:
+                    yield _with_empty(h, where)
+                held = []
+            if "" in e.keys and isinstance(e.value, int):
+                if not where:
+                    held.append(e)
+                    continue
+                e = _with_empty(e, where)
+        yield e
+    yield from held
+
+
+def _with_empty(e: Entry, where: set) -> Entry:
+    keys = tuple(() if p == "" and i in where else p for i, p in enumerate(e.keys))
+    return e if keys == e.keys else Entry(e.name, keys, e.buckets, e.value, e.lineno)
+
+
+def records(items: Iterable[Entry], opts: ParseOptions, stats: Optional[dict] = None) -> Iterator:
+    """Histograms and Samples of the entries. A stack map's samples carry its name as
+    their event (``@offcpu_ns``): maps weigh different things in different units, so,
+    as perf script's event types, one is summed (the first, or ``--event-filter @name``)."""
+    cache: dict = {}
+    for e in _empty_stacks(items):
         if e.buckets is not None:
             unit = name_unit(e.name) or (opts.unit if opts.unit not in (None, SAMPLES) else "")
             kind = opts.kind or name_kind(e.name)
@@ -326,7 +402,8 @@ def records(items: Iterable[Entry], opts: ParseOptions, stats: Optional[dict] = 
             unit = name_unit(e.name) or opts.unit or SAMPLES
             kind = ONCPU if unit == SAMPLES else (opts.kind or name_kind(e.name) or OFFCPU)
             task, stack = stack_of(e.keys, cache)
-            yield Sample(stack, e.value, unit, task, None, None, "", kind, None, e.lineno)
+            yield Sample(stack, e.value, unit, task, None, None, "@" + e.name, kind, None,
+                         e.lineno)
         elif stats is not None:
             stats["bpftrace_scalars"] = stats.get("bpftrace_scalars", 0) + 1
 

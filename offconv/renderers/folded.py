@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import TextIO
 
 from ..format_types import OutputFormat
-from ..model import Profile
+from ..model import TIME_UNITS, Profile
 from ..naming import Namer, merge_by
 from ..options import NamingOptions
+from ..units import ns_to_us
 
 
 def format_count(v) -> str:
@@ -18,6 +19,17 @@ def format_count(v) -> str:
             return str(int(v))
         return f"{v:.6f}".rstrip("0").rstrip(".")
     return str(v)
+
+
+def _in_us(weights: dict, unit: str) -> dict:
+    """Time weights in another unit (a bpftrace map in ns, folded input read with --unit ms)
+    as integer µs, the unit of off-CPU folded stacks (DESIGN.md), rounded to the nearest;
+    those that round to 0 are then left out, as the off-CPU path's."""
+    scale = TIME_UNITS[unit]
+    if scale < 1000:   # ns
+        return {s: ns_to_us(round(v * scale)) for s, v in weights.items()}
+    k = scale // 1000
+    return {s: (v * k if v.__class__ is int else round(v * k)) for s, v in weights.items()}
 
 
 def render(profile: Profile, out: TextIO, opts=None) -> None:
@@ -32,9 +44,13 @@ def render(profile: Profile, out: TextIO, opts=None) -> None:
         raise RuntimeError("folded names made under other naming options")  # never: one Options
     else:
         after = merge_by(profile.samples, namer.folded)
+    if profile.unit in TIME_UNITS and profile.unit != "us":
+        after = _in_us(after, profile.unit)
     # sort by the stack text alone (not the whole line): that is stackcollapse-perf.pl's order
     if profile.before is not None:
         before = merge_by(profile.before, namer.folded)
+        if profile.unit in TIME_UNITS and profile.unit != "us":
+            before = _in_us(before, profile.unit)
         out.writelines(f"{s} {format_count(before.get(s, 0))} {format_count(after.get(s, 0))}\n"
                        for s in sorted(set(before) | set(after)))
     elif all(v.__class__ is int for v in after.values()):  # counts, µs: str() is the format
