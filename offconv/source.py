@@ -1,6 +1,7 @@
-"""Input sources: a path, '-' (stdin), gzip (by magic), or a binary input format of the
-registry (perf.data, by magic, converted to text through a pipe, streamed). Lines come
-numbered, without '\\n'."""
+"""Input sources: a path, '-' (stdin), gzip, xz or bzip2 (by magic, streamed), or a binary
+input format of the registry (perf.data, by magic, converted to text through a pipe,
+streamed). Lines come numbered, without '\\n'; a UTF-8 byte order mark at the start is
+dropped."""
 from __future__ import annotations
 
 import gzip
@@ -13,7 +14,14 @@ from typing import Iterator, Optional
 from .errors import OffconvError
 
 GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+# "BZh", the block size '1'-'9', then a block's magic (pi) or the end of an empty stream's (sqrt pi)
+BZIP2_MAGIC = re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)")
+# compressions Python 3.11's standard library cannot read: (magic, name)
+UNREADABLE = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\x04\x22\x4d\x18", "lz4"))
+MAGIC_BYTES = 10
 SNIFF_LINES = 200
+BOM = "\ufeff"
 
 
 class Source:
@@ -33,10 +41,12 @@ class Source:
         self._demangle_here = demangle_here
         self.span = span  # (start, end) bytes of a plain file: one part of a split input
         self.first_lineno = first_lineno
-        self.kind = kind  # "text", "gzip", or the name of a binary input format
+        self.kind = kind  # "text", "gzip", "xz", "bzip2", or the name of a binary input format
         self.binary_format = None  # the InputFormat converted from (perf.data), if any
         self._finish = None        # its converter's finish(): raises on failure
         self.cut_line: Optional[int] = None  # the last line, when it has no final newline
+        self._cut_text: Optional[str] = None  # lines(): the text of that line
+        self._read_errors: tuple = (OSError, EOFError)  # a decompressor's, besides
         self.next_lineno: Optional[int] = None  # after block_lists(): the line after the last
         self._stream = self._open()
         self.mangled = bool(getattr(self._stream, "mangled", False))
@@ -56,26 +66,29 @@ class Source:
                 parts.append(chunk)
                 if sum(p.count("\n") for p in parts) > SNIFF_LINES:
                     break
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
+        except self._read_errors as e:
             raise OffconvError(f"{self.path}: read error: {e}") from None
-        return "".join(parts)
+        first = "".join(parts)
+        if first.startswith(BOM) and not self.span_is_child():
+            first = first[1:]  # a UTF-8 byte order mark (Windows editors) is no frame's text
+        return first
 
     def _all_chunks(self) -> Iterator[str]:
         try:
             if self._first:
                 yield self._first
             yield from self._chunks
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
+        except self._read_errors as e:
             raise OffconvError(f"{self.path}: read error: {e}") from None
         finally:
             self.close()
         self._check_converter()
 
-    def lines(self) -> Iterator[tuple[int, str]]:
+    def lines(self) -> "Lines":
         """(number, text) of every line, numbered from ``first_lineno``; at the end,
         ``next_lineno`` is the number the line after the last would have."""
-        return enumerate(_split(self._all_chunks(), "\n", self._cut, self._ended),
-                         self.first_lineno)
+        return Lines(self, enumerate(_split(self._all_chunks(), "\n", self._cut, self._ended),
+                                     self.first_lineno))
 
     def _ended(self, pieces: int) -> None:
         self.next_lineno = self.first_lineno + pieces
@@ -83,6 +96,7 @@ class Source:
     def _cut(self, pieces: int, last: str) -> None:
         """The input ended inside a line (a file cut short): remember its number."""
         self.cut_line = pieces + self.first_lineno - 1
+        self._cut_text = last
 
     def blocks(self) -> Iterator[tuple[int, str]]:
         """Runs of non-blank lines, without their final newline, with the number of their
@@ -133,7 +147,7 @@ class Source:
         path = self.path
         if path == "-":
             raw = sys.stdin.buffer
-            magic = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
+            magic = raw.peek(MAGIC_BYTES)[:MAGIC_BYTES] if hasattr(raw, "peek") else b""
         else:
             try:
                 raw = open(path, "rb")
@@ -141,7 +155,7 @@ class Source:
                 raise OffconvError(f"{path}: cannot open: {e.strerror}") from None
             if os.path.isdir(path):
                 raise OffconvError(f"{path}: is a directory")
-            magic = raw.read(8)
+            magic = raw.read(MAGIC_BYTES)
             raw.seek(0)
             if self.span is not None:
                 raw = _Range(raw, *self.span)
@@ -153,6 +167,22 @@ class Source:
         if magic.startswith(GZIP_MAGIC):
             self.kind = "gzip"
             return gzip.GzipFile(fileobj=raw)
+        if magic.startswith(XZ_MAGIC):
+            import lzma
+            self.kind = "xz"
+            self._read_errors = (OSError, EOFError, lzma.LZMAError)
+            return lzma.LZMAFile(raw)
+        if BZIP2_MAGIC.match(magic):
+            import bz2
+            self.kind = "bzip2"
+            return bz2.BZ2File(raw)
+        for mag, name in UNREADABLE:
+            if magic.startswith(mag):
+                if path != "-":
+                    raw.close()
+                shown = "FILE" if path == "-" else path
+                raise OffconvError(f"{path}: is {name}-compressed: decompress it first "
+                                   f"({name} -dc {shown} | offconv -)")
         from .formats import by_magic
         binary = by_magic(magic)
         if binary is not None:
@@ -175,6 +205,30 @@ class Source:
                 self._stream.close()
             except Exception:
                 pass
+
+
+class Lines:
+    """Source.lines(): iterates as (number, text) -- the iterator is the C one, so a
+    parser's loop costs no more than over enumerate. ``last_line_whole(complete)``: a
+    parser whose records are single lines calls it after the last; when the input ended
+    without a final newline and ``complete(text of the last line)`` is true (the line
+    parses), that line was not cut short: no warning is due."""
+
+    __slots__ = ("_source", "_lines")
+
+    def __init__(self, source: "Source", lines: Iterator[tuple[int, str]]):
+        self._source, self._lines = source, lines
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        return self._lines
+
+    def __next__(self) -> tuple[int, str]:
+        return next(self._lines)
+
+    def last_line_whole(self, complete) -> None:
+        src = self._source
+        if src.cut_line is not None and src._cut_text is not None and complete(src._cut_text):
+            src.cut_line = src._cut_text = None
 
 
 PROGRESS_BYTES = 64 << 20  # inputs this long show their progress on a terminal's stderr

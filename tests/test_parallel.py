@@ -104,8 +104,10 @@ def test_split_folded_keeps_line_numbers(monkeypatch, tmp_path, split_all):
         lenient = [run(monkeypatch, tmp_path, j, path, "--to", "folded", "--lenient") for j in "12"]
         assert lenient[0] == lenient[1] and f":{bad_at + 1})" in lenient[0][1]
     cut = tmp_path / "cut.folded"
-    cut.write_text("\n".join(lines) + "\na;b;c 7")  # no newline at the end
-    results = [run(monkeypatch, tmp_path, j, cut, "--to", "folded") for j in "12"]
+    # no newline at the end, and the last line no folded line: cut short (a last line
+    # that parses is whole: no warning, tests/test_heldout_inputs.py)
+    cut.write_text("\n".join(lines) + "\na;b;c 7 x")
+    results = [run(monkeypatch, tmp_path, j, cut, "--to", "folded", "--lenient") for j in "12"]
     assert results[0] == results[1] and ":401:" in results[0][1]
 
 

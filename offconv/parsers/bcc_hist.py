@@ -28,7 +28,7 @@ import re
 from typing import Iterable, Iterator, Optional
 
 from ..errors import ParseError
-from ..format_types import NO, YES, InputFormat
+from ..format_types import MAYBE, NO, YES, InputFormat
 from ..model import BLOCKED, RUNQ, Histogram
 from ..options import ParseOptions
 
@@ -108,12 +108,28 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         yield flush()
 
 
+def _quiet(line: str) -> bool:
+    """A line bcc prints around its tables when it has none to print: blank, the ``^C``
+    the terminal echoes, an interval's time, a section's key (``pid = 123``)."""
+    return not line or line == "^C" or line == "Detaching..." or _TIME.match(line) is not None \
+        or _KEY.match(line) is not None
+
+
 def sniff(head: list[str]) -> str:
-    """yes: a ``LABEL : count distribution`` table header line."""
+    """yes: a ``LABEL : count distribution`` table header line. maybe: a bcc banner
+    (``Tracing run queue latency... Hit Ctrl-C to end.``) and no table -- none had events
+    (bcc prints a table only when it has one) -- with nothing else but what bcc prints
+    around tables (bcc's other tools print other lines after the same banner)."""
+    banner = other = False
     for line in head:
         if _HEADER.match(line):
             return YES
-    return NO
+        s = line.strip()
+        if s.lower().endswith("hit ctrl-c to end."):
+            banner = True
+        elif not _quiet(s):
+            other = True
+    return MAYBE if banner and not other else NO
 
 
 FORMAT = InputFormat(name="bcc-hist", sniff=sniff, parse=parse,

@@ -8,9 +8,10 @@ offwaketime.py, wakeuptime.py; real lines from bcc's tools/*_example.txt)::
     iperf;[unknown];__libc_write;entry_SYSCALL_64_fastpath;sys_write 1.5
     func_a;main 81 88            <- differential (difffolded.pl): before after
 
-Frames are separated by ';'; the count is the last space-separated field (bcc comms and
-demangled names may contain spaces, so split at the last space). Counts may be
-fractional. ``#`` comment lines and blank lines are skipped.
+Frames are separated by ';'; the count is the last field, after a run of spaces or tabs
+(as flamegraph.pl reads it; bcc comms and demangled names may contain spaces, so split at
+the last run; the frames keep no white space at their end). Counts may be fractional.
+``#`` comment lines and blank lines are skipped.
 
 The dialect is decided once per file from its first lines (a folded line says nothing of
 its unit, so only bcc's own markers can tell):
@@ -80,17 +81,45 @@ def _is_count(text: str) -> bool:
     return text.isdecimal() or _COUNT.match(text) is not None  # the common case without the regex
 
 
+def _last_field(text: str) -> tuple:
+    """(the text before the last run of spaces and tabs, the field after it); (None, text)
+    when it has none. The text before keeps none of the run, except where the run is all
+    of its last frame: stackcollapse-perf.pl folds an address without a symbol into a
+    frame ' ' (``...;  3``), kept as flamegraph.pl keeps it (all the run but one)."""
+    i = max(text.rfind(" "), text.rfind("\t"))
+    if i < 0:
+        return None, text
+    head = text[:i]
+    if head[-1:] in (" ", "\t"):
+        stripped = head.rstrip(" \t")
+        if stripped and stripped[-1] != ";":
+            head = stripped
+    return head, text[i + 1:]
+
+
 def split_line(line: str):
     """(frames_text, count_text, before_text|None) or None."""
-    head, sep, last = line.rpartition(" ")
-    if not sep or not _is_count(last):
+    head, last = _last_field(line)
+    if head is None or not _is_count(last):
         return None
-    head2, sep2, mid = head.rpartition(" ")
-    if sep2 and head2 and _is_count(mid):
+    head2, mid = _last_field(head)
+    if head2 and _is_count(mid):
         return head2, last, mid
     if not head:
         return None
     return head, last, None
+
+
+# a line shaped like a folded line whose count is malformed (negative, signed, with an
+# exponent): a folded input with a bad line -- the parser names it -- not another format
+_BAD_COUNT = re.compile(r"[^\s:][ \t]+[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+
+
+def complete_line(line: str) -> bool:
+    """Whether a line is whole as it stands: blank, a comment, or a stack and its count
+    (the last line of an input without a final newline is then not cut short)."""
+    line = line.rstrip()
+    return not line or line[0] == "#" or split_line(line) is not None
 
 
 def dialect(lines: Iterable[str]) -> str:
@@ -208,6 +237,7 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
           stats: Optional[dict] = None, head: Optional[list] = None) -> Iterator[Sample]:
     """``head``: the input's first lines when ``lines`` are a later part of it (the second
     part of a split input, offconv.parallel): they decide the dialect, as for the whole."""
+    whole = getattr(lines, "last_line_whole", None)  # a Source's lines
     which, lines = _with_dialect(lines, head)
     unit, kind = _unit_kind(which, opts)
     cache: dict = {}
@@ -225,6 +255,8 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         else:
             task, stack = bcc_stack(frames.split(";"), which, cache)
             yield Sample(stack, _number(count), unit, task, None, None, "", kind, before, lineno)
+    if whole is not None:
+        whole(complete_line)
 
 
 def _with_dialect(lines: Iterable[tuple[int, str]], head: Optional[list] = None) -> tuple:
@@ -255,9 +287,12 @@ def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
     """parse into ``sums`` (an aggregate.Sums) without a Sample per line: a plain folded
     file's lines are summed straight into ``sums.counts`` (they have no thread and no
     event); the bcc dialects go through parse. ``head`` as for parse."""
+    whole = getattr(lines, "last_line_whole", None)  # a Source's lines
     which, lines = _with_dialect(lines, head)
     if which != PLAIN:
         sums.add_records(parse(lines, path, opts, stats, head))
+        if whole is not None:
+            whole(complete_line)
         return
     unit, kind = _unit_kind(which, opts)
     frames = sums.frames = _PlainFrames()
@@ -270,7 +305,8 @@ def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
         if not line or line[0] == "#":
             continue
         frames, _, count = line.rpartition(" ")
-        if count.isdecimal() and frames and " " not in frames:  # the usual 'frames count'
+        if count.isdecimal() and frames and " " not in frames and "\t" not in frames:
+            # the usual 'frames count'
             w = int(count)
             before = None
         else:
@@ -293,6 +329,8 @@ def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
             if before_counts is None:
                 before_counts = sums.before = {}
             before_counts[stack] = before_counts.get(stack, 0) + _number(before)
+    if whole is not None:
+        whole(complete_line)
 
 
 def _bad_line(path: str, lineno: int, line: str, opts: ParseOptions, stats: Optional[dict]) -> None:
@@ -303,20 +341,23 @@ def _bad_line(path: str, lineno: int, line: str, opts: ParseOptions, stats: Opti
             stats["skipped_lines"] = stats.get("skipped_lines", 0) + 1
             stats.setdefault("first_skipped", f"{path}:{lineno}")
         return
-    last = line.rpartition(" ")[2]
-    got = "no count after the stack" if last == line else f"'{last[:40]}' as the count"
+    head, last = _last_field(line)
+    got = "no count after the stack" if head is None else f"'{last[:40]}' as the count"
     raise ParseError(path, lineno, EXPECTED, got=got, line=line)
 
 
 def sniff(head: list[str]) -> str:
     """yes when most of the first lines are folded stacks (a bad line among them is left
-    to the parser, which names it by file and line); no when most are not."""
+    to the parser, which names it by file and line); no when most are not. A stack with a
+    malformed count (``main;foo -3``) counts for neither."""
     seen = bad = 0
     for line in head:
         line = line.rstrip()
         if not line or line.startswith("#"):
             continue
         if line[0] in " \t" or split_line(line) is None:
+            if line[0] not in " \t" and _BAD_COUNT.search(line):
+                continue
             bad += 1
             if bad > 8 and bad > seen:
                 return NO  # clearly something else: stop looking
