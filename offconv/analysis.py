@@ -897,6 +897,12 @@ def _top(stacks: dict, n: int, label) -> list:
     return [(s, ns_to_us(ns)) for s, ns in items[:n]]
 
 
+# the latency of a kind the recording cannot measure (run queue in a `perf record -p`
+# recording): null, never 0 (DESIGN.md)
+UNMEASURED_LATENCY = {"count": None, "p50_us": None, "p90_us": None, "p99_us": None,
+                      "max_us": None}
+
+
 def summarize(profile, ropts: ReportOptions, label) -> dict:
     """The report as plain data (the JSON of DESIGN.md plus extras), all ``*_us`` integers.
     ``label(stack) -> str`` names a stack (offconv.naming.Namer.folded)."""
@@ -921,7 +927,7 @@ def summarize(profile, ropts: ReportOptions, label) -> dict:
         "span_us": ns_to_us(an.span_ns),
         "threads": ThreadRows.by_offcpu(threads, measured),
         "latency": {"blocked": an.summary("blocked")["stats"],
-                    "runq": an.summary("runq")["stats"]},
+                    "runq": an.summary("runq")["stats"] if measured else dict(UNMEASURED_LATENCY)},
         "histograms": {"blocked_us": hists.get("blocked_us", []),
                        "runq_us": hists.get("runq_us", [])},
         "causes": [{"cause": c, "blocked_us": ns_to_us(ns), "idle": c in IDLE_CAUSES}
@@ -968,6 +974,9 @@ def report_data(profile, opts=None) -> dict:
         from .histograms import histogram_rows, shape_of_summary
         an = profile.analysis
         data["shape"] = {k: shape_of_summary(an.summary(k)) for k in ("blocked", "runq")}
+        if an.per_process:  # no run-queue waits are measured: no shape to read
+            data["shape"]["runq"] = {"modes": [], "tail_ratio": None, "first_bucket_only": False,
+                                     "text": "not measured (a `perf record -p` recording)"}
         data["histogram_details"] = histogram_rows(profile.histograms)
     data["mode"] = profile.mode
     data["warnings"] = list(profile.warnings)

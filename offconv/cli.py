@@ -5,10 +5,12 @@ argument to ``convert``); ``report``, ``diff`` and ``record`` are subcommands.""
 from __future__ import annotations
 
 import errno
+import io
 import os
 import signal
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import fields, replace
 from typing import Optional
 
@@ -259,19 +261,19 @@ def write_output(fmt, profile, opts: Options, out: Optional[str]) -> None:
     """Render to stdout, or to a temp file beside OUT that replaces OUT only when complete.
     Binary formats (``OutputFormat.binary``) get a binary stream."""
     if out in (None, "-"):
-        stream = sys.stdout.buffer if fmt.binary else sys.stdout
-        fmt.render(profile, stream, opts)
-        stream.flush()
+        with writing_stdout():
+            stream = sys.stdout.buffer if fmt.binary else sys.stdout
+            fmt.render(profile, stream, opts)
+            stream.flush()
         return
     if os.path.isdir(out):
         raise OffconvError(f"{out}: cannot write: {os.strerror(errno.EISDIR)}")
     if os.path.exists(out) and not os.path.isfile(out):  # /dev/null, a FIFO: no rename
         try:
-            f = open(out, **_open_mode(fmt))
-        except OSError as e:
-            raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
-        with f:
-            fmt.render(profile, f, opts)
+            with open(out, **_open_mode(fmt)) as f:
+                fmt.render(profile, f, opts)
+        except OSError as e:  # cannot open it, or a write failed (/dev/full: ENOSPC)
+            raise OffconvError(f"{out}: cannot write: {e.strerror or e}") from None
         return
     directory = os.path.dirname(os.path.abspath(out))
     try:
@@ -293,6 +295,29 @@ def write_output(fmt, profile, opts: Options, out: Optional[str]) -> None:
         raise
 
 
+STDOUT_NAME = "<stdout>"   # how an error names standard output (as Python names it)
+
+
+@contextmanager
+def writing_stdout():
+    """Writes to stdout inside: a write that fails (a full disk: ENOSPC) is the one-line
+    error ``offconv: <stdout>: cannot write: <strerror>`` (exit 2), not an internal error;
+    what stdout still buffers is dropped (fd 1 is pointed at /dev/null), so the flush at
+    exit does not fail again."""
+    try:
+        yield
+    except OSError as e:
+        if not e.strerror:
+            raise
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass   # no file descriptor (a test's captured stdout): nothing buffered below
+        raise OffconvError(f"{STDOUT_NAME}: cannot write: {e.strerror}") from None
+
+
 def check_output(out: Optional[str]) -> None:
     """Fail before reading the input when OUT cannot be written (a missing folder, a
     directory, no permission): ``offconv: OUT: cannot write: <strerror>``, exit 2."""
@@ -308,6 +333,11 @@ def check_output(out: Optional[str]) -> None:
         raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
     os.close(fd)
     os.unlink(tmp)
+
+
+def _num(v):
+    """A number as written by the user: 10.0 -> 10."""
+    return int(v) if float(v).is_integer() else v
 
 
 def _warn(profile) -> None:
@@ -363,13 +393,52 @@ def convert(inputs, out, to, **kw):
     profile.sources = tuple(inputs)
     if not (fmt.name == "report" and out in (None, "-")):  # the text report shows them itself
         _warn(profile)
-    if not profile.samples and profile.histograms and not fmt.report and fmt.name != "hist":
-        raise OffconvError(f"{', '.join(inputs)}: only histograms, no stacks: {fmt.name} needs "
-                           "stacks; use --to hist, or offconv report")
     named = getattr(profile.folded_names, "named", None)  # a split's part summed by name
-    if not profile.samples and not named and fmt.name == "folded":
-        click.echo(f"offconv: warning: {', '.join(inputs)}: no events to fold", err=True)
+    if not profile.samples and not named and not fmt.report and fmt.name != "hist":
+        # (the off-CPU path makes its own, empty, latency histograms: not input ones)
+        if profile.histograms and profile.analysis is None:
+            raise OffconvError(f"{', '.join(inputs)}: only histograms, no stacks: {fmt.name} "
+                               "needs stacks; use --to hist, or offconv report")
+        why = _why_no_stacks(profile, opts)
+        if fmt.name == "svg":
+            raise OffconvError(f"{', '.join(inputs)}: nothing to draw: {why}")
+        if fmt.name == "folded":
+            click.echo(f"offconv: warning: {', '.join(inputs)}: nothing to fold: {why}", err=True)
     write_output(fmt, profile, opts, out)
+
+
+_KIND_WORDS = {"offcpu": "off-CPU", "blocked": "blocked", "runq": "run-queue",
+               "wakeup": "blocked (wakeup)"}
+
+
+def _why_no_stacks(profile, opts: Options) -> str:
+    """Why a recognised input gave no stack: the thread filters matched no thread, the
+    interval filters kept none, every interval was still open at the end, or the input
+    has no events."""
+    agg = opts.aggregate
+    threads = []
+    if agg.comm is not None:
+        threads.append(f"--comm '{agg.comm}'")
+    if agg.filter_pids:
+        threads.append("-p " + ",".join(map(str, sorted(agg.filter_pids))))
+    if agg.filter_tids:
+        threads.append("--filter-tid " + ",".join(map(str, sorted(agg.filter_tids))))
+    spans = [o for o, v in (("-m", agg.min_block_us), ("-M", agg.max_block_us),
+                            ("--state", agg.states)) if v is not None]
+    an = profile.analysis
+    if an is None:
+        return (f"no stack matched {' '.join(threads)}" if threads else
+                "the input has no events (no samples or stacks)")
+    kind = _KIND_WORDS.get(profile.mode, "off-CPU")
+    if threads and not an.dropped:
+        return f"the filter {' '.join(threads)} matched no thread"
+    if spans:
+        return f"no {kind} interval passed {', '.join(spans)}"
+    open_ = an.dropped.get("open", 0)
+    if open_:
+        return (f"no complete {kind} interval ({open_} still open at the end "
+                f"{'was' if open_ == 1 else 'were'} dropped; --include-open clips them)")
+    return f"no complete {kind} interval in the input"
 
 
 @app.command("report", context_settings={"help_option_names": ["-h", "--help"]})
@@ -485,13 +554,22 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
     if not quiet:
         for p in sides:
             _warn(p)
-    d = differ.compare(sides[0], sides[1], opts.naming, normalize, strip_hex)
+    kinds = (None, None)
+    if sides[0].unit != sides[1].unit:  # an error: say which side is folded (--unit fixes it)
+        kinds = tuple(_input_format_name(p, kw["from_format"]) for p in inputs)
+    d = differ.compare(sides[0], sides[1], opts.naming, normalize, strip_hex, kinds)
     data = differ.report(d, opts, tuple(inputs), top)
     checks = []
     if fail_above is not None:
         checks = differ.check(d, data, fail_above, tuple(fail_on),
                               diff_report.value_formatter(d.profile.unit))
+        data["fail_above"] = _num(fail_above)
         data["checks"] = [{k: v for k, v in c.items() if k != "message"} for c in checks]
+        if not quiet:
+            for c in checks:
+                if "not_compared" in c:
+                    click.echo(f"offconv: warning: diff: --fail-on {c['on']}: {c['what']} not "
+                               f"compared: {c['not_compared']}", err=True)
     if to == "svg":
         prof = d.profile
         if kw["negate"]:  # flamegraph.pl's way: difffolded AFTER BEFORE | flamegraph.pl --negate
@@ -503,7 +581,9 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
         render = diff_report.render_json if to == "json" else diff_report.render_text
         write_output(_DiffReportFormat(render, data), None, opts, out)
     if as_json and not (to == "json" and out in (None, "-")):
-        diff_report.render_json(data, sys.stdout)
+        with writing_stdout():
+            diff_report.render_json(data, sys.stdout)
+            sys.stdout.flush()
     if not quiet:
         t = data["totals"]["total"]
         fmt = diff_report.value_formatter(d.profile.unit)
@@ -515,6 +595,22 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
         for c in failed:
             click.echo(f"offconv: {c['message']}", err=True)
         sys.exit(1)
+
+
+def _input_format_name(path: str, from_format: str) -> Optional[str]:
+    """The input format a path is read as ("folded", "perf-script", ...), or None when it
+    cannot be told again (stdin, read once already)."""
+    if from_format != "auto":
+        return from_format
+    if path == "-":
+        return None
+    from .pipeline import open_input
+    try:
+        src, fmt = open_input(path)
+    except (OffconvError, OSError):
+        return None
+    src.close()
+    return fmt.name
 
 
 # diff reuses the input options; its two inputs read as what they are in the usage line

@@ -75,13 +75,33 @@ class Diff:
     stripped: bool
     rows: dict                # display stack (tuple of names) -> (before, after)
     reps: dict                # display stack -> an original stack of frames
+    # BEFORE's and AFTER's totals as read (before -n's scaling and its truncation)
+    totals: tuple = (0, 0)
+
+
+def unit_mismatch(before: Profile, after: Profile, formats: tuple = (None, None)) -> str:
+    """Why two sides' weights cannot be compared, and the option that fixes it: a folded
+    side read as samples against one in a time unit wants ``--unit`` (offconv writes
+    off-CPU folded stacks in µs, so a baseline made by ``offconv X > base.folded`` reads
+    back as samples unless told); otherwise (an on-CPU recording against an off-CPU one)
+    ``--mode``. ``formats``: the input format names of BEFORE and AFTER, where known."""
+    units = (before.unit, after.unit)
+    msg = (f"diff: BEFORE's weights are in {before.unit}, AFTER's in {after.unit}: they "
+           "cannot be compared")
+    for i, side in enumerate(("BEFORE", "AFTER")):
+        other = units[1 - i]
+        if formats[i] == "folded" and units[i] == "samples" and other != "samples":
+            return (f"{msg} ({side} is folded input: give --unit {other}, the unit offconv "
+                    f"writes off-CPU folded stacks in)" if other == "us" else
+                    f"{msg} ({side} is folded input: give --unit {other})")
+    return f"{msg} (an on-CPU profile against off-CPU time: give --mode to read both alike)"
 
 
 def compare(before: Profile, after: Profile, naming: Optional[NamingOptions] = None,
-            normalize: bool = False, hexed: bool = False) -> Diff:
+            normalize: bool = False, hexed: bool = False,
+            formats: tuple = (None, None)) -> Diff:
     if before.unit != after.unit:
-        raise OffconvError(f"diff: BEFORE's weights are in {before.unit}, AFTER's in "
-                           f"{after.unit}: they cannot be compared (give --mode)")
+        raise OffconvError(unit_mismatch(before, after, formats))
     namer = Namer(naming or NamingOptions())
     frames: dict = {}
     reps: dict = {}
@@ -104,7 +124,7 @@ def compare(before: Profile, after: Profile, naming: Optional[NamingOptions] = N
     for k, (vb, va) in rows.items():  # a stack in neither (both 0) still prints
         if not va and not vb:
             prof.samples[key(k)] = 0
-    return Diff(prof, before, after, scale, normalize, hexed, rows, reps)
+    return Diff(prof, before, after, scale, normalize, hexed, rows, reps, (tb, ta))
 
 
 # -- the report -------------------------------------------------------------------------
@@ -126,9 +146,18 @@ def _num(v):
     return v
 
 
+class _Pair(dict):
+    """A before/after pair as the report prints it (values rounded for reading), which
+    also keeps the values it was made of (``exact``) for ``check`` to compare."""
+
+    __slots__ = ("exact",)
+
+
 def _pair(b, a) -> dict:
     d = None if b is None or a is None else a - b
-    return {"before": _num(b), "after": _num(a), "delta": _num(d), "delta_pct": _pct(b, a)}
+    out = _Pair(before=_num(b), after=_num(a), delta=_num(d), delta_pct=_pct(b, a))
+    out.exact = (b, a)
+    return out
 
 
 def _side_report(profile: Profile, opts):
@@ -190,6 +219,10 @@ def report(diff: Diff, opts=None, paths: tuple = ("", ""), top: int = 10) -> dic
     db, da = _side_report(diff.before, opts), _side_report(diff.after, opts)
     tb = sum(v for v, _ in diff.rows.values())
     ta = sum(v for _, v in diff.rows.values())
+    if diff.normalized and diff.totals[0]:
+        # -n: BEFORE's total is AFTER's by construction (the rows' sum can fall short of
+        # it by the truncation of each scaled count, which is no change)
+        tb = ta
     totals = {"total": _pair(tb, ta)}
     causes = []
     latency = None
@@ -270,28 +303,65 @@ def _grew_most(diff: Diff, what: str) -> Optional[tuple]:
     return best
 
 
+def _shown_pct(exact: float, limit: float, failed: bool) -> float:
+    """``exact`` rounded to one decimal, or to as many more as it takes for the rounded
+    value to fall on the same side of ``limit`` as the exact one (10.04% above a limit of
+    10 reads +10.04%, not +10.0%; 45.354% under 45.36 reads 45.35%, not 45.4%)."""
+    for digits in range(1, 16):
+        shown = round(exact, digits)
+        if (shown > limit) == failed:
+            return shown
+    return exact
+
+
+def _not_measured(diff: Diff, data: dict, p: dict) -> str:
+    """Why a check was not compared: the side(s) whose recording cannot measure it."""
+    why = []
+    for side, prof, v in (("BEFORE", diff.before, p["before"]), ("AFTER", diff.after, p["after"])):
+        if v is not None:
+            continue
+        path = data[side.lower()]["path"]
+        what = f"{side} ({path})" if path else side
+        if getattr(prof.analysis, "per_process", False):
+            what += (" is a `perf record -p` recording, which cannot measure run-queue or "
+                     "on-CPU time")
+        else:
+            what += " does not measure it"
+        why.append(what)
+    return "; ".join(why)
+
+
 def check(diff: Diff, data: dict, fail_above: float, fail_on: tuple, fmt) -> list:
     """The checks of --fail-above PCT for each --fail-on value: [dict], and with each the
-    one-line message when it failed. ``fmt`` formats a value of the profile's unit."""
+    one-line message when it failed. ``fmt`` formats a value of the profile's unit.
+    Growth is the exact ratio of the values compared (not the rounded percentage the
+    report prints); a quantity one side cannot measure (None) is not compared, and the
+    check says why (``not_compared``)."""
     out = []
     for what in fail_on or ("total",):
         for label, p in _measure(data, what):
-            b, a, pct = p["before"], p["after"], p["delta_pct"]
+            b, a = getattr(p, "exact", None) or (p["before"], p["after"])
             if b is None or a is None:
                 out.append({"on": what, "what": label, "failed": False, "delta_pct": None,
-                            "message": None})
+                            "not_compared": _not_measured(diff, data, p), "message": None})
                 continue
-            failed = (a > b) and (pct is None or pct > fail_above)
+            exact = (a - b) * 100.0 / b if b else None
+            failed = (a > b) and (exact is None or exact > fail_above)
+            pct = p["delta_pct"]
+            if exact is not None and a > b:
+                pct = _shown_pct(exact, fail_above, failed)
             msg = None
             if failed:
                 grew = "from 0" if pct is None else f"+{pct}%"
                 is_time = label.endswith("p99") or diff.profile.unit == "us" or what != "total"
                 f = fmt if is_time else (lambda v: f"{_num(v)} {diff.profile.unit}")
-                msg = (f"diff: {label} grew {grew} ({f(b)} -> {f(a)}, +{f(a - b)}), above "
+                msg = (f"diff: {label} grew {grew} ({f(p['before'])} -> {f(p['after'])}, "
+                       f"+{f(p['delta'])}), above "
                        f"--fail-above {_num(fail_above)}%")
                 where = _grew_most(diff, what) if not label.endswith("p99") else None
                 if where is not None:
                     msg += f"; grew most: {where[0]} (+{f(where[1])})"
-            out.append({"on": what, "what": label, "before": b, "after": a, "delta_pct": pct,
+            out.append({"on": what, "what": label, "before": p["before"], "after": p["after"],
+                        "delta_pct": pct,
                         "failed": failed, "message": msg})
     return out

@@ -49,9 +49,9 @@ import re
 
 from .causes import _INFRA, IDLE_CAUSES, Classifier
 from .model import (KERNEL, MARKER, OFFCPU, ONCPU, RUNQ, SAMPLES, STATE, THREAD, TIME_UNITS,
-                    USER, WAKER_DELIMITER, WAKEUP, BLOCKED)
+                    USER, WAKER_DELIMITER, WAKEUP, BLOCKED, CLOCK_EVENTS)
 from .options import ReportOptions
-from .units import human_us, plural
+from .units import human_us, ns_to_us, plural
 from .verdict import CAUSE_TEXT, FIX, TRACER, material_groups
 
 LATENCY_MAJORITY = 0.5     # latency causes hold this share of a thread's off-CPU time
@@ -336,8 +336,15 @@ def _oncpu_report(profile, ropts: ReportOptions, label, threads, sched_leaf) -> 
                 "offcputime -f without -d, a bpftrace sum over kstack), give --unit us "
                 "(or ms/ns)")
         reason += f"; but {hint}"
-    null_totals = {k: None for k in ("blocked_us", "runq_us", "runq_preempted_us",
-                                     "oncpu_us", "offcpu_us")}
+    totals = {k: None for k in ("blocked_us", "runq_us", "runq_preempted_us",
+                                "oncpu_us", "offcpu_us")}
+    # samples weighted by a clock event's period (ns) sum to on-CPU time, which the text
+    # says ("11.9 s on CPU"); other weights (counts, cycles) measure no time: null
+    clock = profile.event.split(":", 1)[0] in CLOCK_EVENTS
+
+    def oncpu_us(weight):
+        return ns_to_us(int(weight)) if clock else None
+    totals["oncpu_us"] = oncpu_us(total)
     return {
         "source": "stacks",
         "verdict": {"answer": "on-cpu", "reason": reason + ".", "uncertain": hint is not None,
@@ -349,10 +356,11 @@ def _oncpu_report(profile, ropts: ReportOptions, label, threads, sched_leaf) -> 
         # event: the perf event whose period each sample weighs ("" when each counts 1)
         "weights": {"unit": profile.unit, "measures": profile.mode, "samples": _num(total),
                     "event": profile.event},
-        "totals": {**null_totals, "samples": _num(total)},
+        "totals": {**totals, "samples": _num(total)},
         "span_us": None,
         "threads": [{"comm": t.comm, "pid": t.pid, "tid": t.tid, **{k: None for k in (
-                     "blocked_us", "runq_us", "runq_preempted_us", "oncpu_us", "offcpu_us")},
+                     "blocked_us", "runq_us", "runq_preempted_us")},
+                     "oncpu_us": oncpu_us(t.weight), "offcpu_us": None,
                      "switches": None, "samples": _num(t.weight),
                      "share": round(t.weight / total, 4) if total else 0.0}
                     for t in threads],

@@ -36,6 +36,21 @@ def _cell(v, fmt) -> str:
     return "n/a" if v is None else fmt(v)
 
 
+LABEL_MIN, VALUE_MIN, DELTA_MIN = 20, 14, 24   # the narrowest columns (wider values widen them)
+
+
+def _columns(rows: list) -> list:
+    """Rows of (label, before, after, delta) cells, or of one cell (a title), as lines: the
+    label column left-aligned, before and after right-aligned, each column as wide as
+    its widest cell (at least the minimum widths), two spaces at least between columns."""
+    cells = [r for r in rows if len(r) == 4]
+    lw = max([LABEL_MIN - 2] + [len(r[0]) for r in cells]) + 2
+    bw = max([VALUE_MIN - 2] + [len(r[1]) for r in cells]) + 2
+    aw = max([VALUE_MIN - 2] + [len(r[2]) for r in cells]) + 2
+    return [f"{r[0]:{lw}}{r[1]:>{bw}}{r[2]:>{aw}}  {r[3]}".rstrip() if len(r) == 4 else r[0]
+            for r in rows]
+
+
 def render_text(data: dict, out: TextIO) -> None:
     fmt = value_formatter(data["unit"])
     w = out.write
@@ -45,33 +60,52 @@ def render_text(data: dict, out: TextIO) -> None:
         w(f"BEFORE scaled by {data['before_scale']} to AFTER's total (-n)\n")
     if data["verdict"]:
         w(f"verdict: {data['verdict']}\n")
-    w(f"\n{'':20}{'before':>14}{'after':>14}  delta\n")
+    rows = [("",), ("", "before", "after", "delta")]
     labels = {"total": "total", "blocked": "blocked", "runq": "run queue"}
     for k, p in data["totals"].items():
-        w(f"{labels[k]:20}{_cell(p['before'], fmt):>14}{_cell(p['after'], fmt):>14}  "
-          f"{_delta(p, fmt)}\n")
+        rows.append((labels[k], _cell(p["before"], fmt), _cell(p["after"], fmt), _delta(p, fmt)))
     if data["causes"]:
-        w("\nblocked time by cause\n")
+        rows += [("",), ("blocked time by cause",)]
         for c in data["causes"]:
-            w(f"  {c['cause']:18}{fmt(c['before']):>14}{fmt(c['after']):>14}  {_delta(c, fmt)}\n")
+            rows.append((f"  {c['cause']}", _cell(c["before"], fmt), _cell(c["after"], fmt),
+                         _delta(c, fmt)))
     if data["latency"]:
-        w("\nlatency percentiles\n")
+        rows += [("",), ("latency percentiles",)]
         for kind, name in (("blocked", "blocked"), ("runq", "run queue")):
             for p, v in data["latency"][kind].items():
-                label = f"{name} {p[:-3]}"
-                w(f"  {label:18}{_cell(v['before'], human_us):>14}{_cell(v['after'], human_us):>14}"
-                  f"  {_delta(v, human_us)}\n")
+                rows.append((f"  {name} {p[:-3]}", _cell(v["before"], human_us),
+                             _cell(v["after"], human_us), _delta(v, human_us)))
+    for line in _columns(rows):
+        w(line + "\n")
+    stacks = [r for key in ("grew", "shrank") for r in data[key]]
+    dw = max([DELTA_MIN] + [len(_delta(r, fmt)) for r in stacks])
     for title, key in (("grew most", "grew"), ("shrank most", "shrank")):
         if data[key]:
             w(f"\n{title}\n")
             for r in data[key]:
-                w(f"  {_delta(r, fmt):>24}  {r['stack']}\n")
+                w(f"  {_delta(r, fmt):>{dw}}  {r['stack']}\n")
     if not data["grew"] and not data["shrank"]:
         w("\nno stack changed\n")
+    _checks(data, w)
     for side in ("before", "after"):
         v = data[side]["verdict"]
         if v:
             w(f"\n{side}: {v['reason']}\n")
+
+
+def _checks(data: dict, w) -> None:
+    """--fail-above: each check, passed, failed, or not compared and why."""
+    if "checks" not in data:
+        return
+    limit = data.get("fail_above")
+    w(f"\n--fail-above{'' if limit is None else f' {limit}%'}\n")
+    for c in data["checks"]:
+        if "not_compared" in c:
+            w(f"  {c['what']}: not compared: {c['not_compared']}\n")
+            continue
+        pct = c["delta_pct"]
+        change = "new" if pct is None else f"{'+' if pct > 0 else ''}{pct}%"
+        w(f"  {c['what']}: {change}: {'above the limit' if c['failed'] else 'ok'}\n")
 
 
 def render_json(data: dict, out: TextIO) -> None:

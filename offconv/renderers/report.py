@@ -99,7 +99,8 @@ def _latency(lat: dict, out: TextIO) -> None:
     rows = [["kind", "count", "p50", "p90", "p99", "max"]]
     for kind, name in (("blocked", "blocked"), ("runq", "run queue")):
         s = lat[kind]
-        rows.append([name, str(s["count"])] + [human_us(s[k]) for k in ("p50_us", "p90_us", "p99_us", "max_us")])
+        rows.append([name, "-" if s["count"] is None else str(s["count"])]
+                    + [human_us(s[k]) for k in ("p50_us", "p90_us", "p99_us", "max_us")])
     _table(rows, out)
 
 
