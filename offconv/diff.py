@@ -208,7 +208,7 @@ def _verdict(profile: Profile, data, ropts: ReportOptions):
     v = data["verdict"]
     c = v.get("cause")
     cause = c["cause"] if (c and v["answer"] in ("waiting", "both")) else None
-    short = v["answer"] + (f" ({cause})" if cause else "")
+    short = (v["answer"] or "none") + (f" ({cause})" if cause else "")
     return {"answer": v["answer"], "cause": cause, "short": short, "reason": v["reason"]}
 
 

@@ -450,7 +450,9 @@ def verdict(an, ropts: ReportOptions) -> dict:
     d = decide(an, ropts)
     sc = d.scope
     return {
-        "answer": d.answer, "reason": explain(d, ropts),
+        # nothing measured is no answer (null), not "on-cpu": a CI step reading it must not
+        # take an empty or wrongly filtered trace for a healthy one
+        "answer": d.answer if sc.threads else None, "reason": explain(d, ropts),
         "uncertain": d.uncertain,
         "runq_long": d.runq_long, "blocked_long": d.blocked_long,
         "runq_share": None if d.runq_share is None else round(d.runq_share, 4),

@@ -213,3 +213,18 @@ def test_oncpu_report_json_carries_the_on_cpu_time_the_text_states():
     # weights that are no time (plain folded counts) stay null
     j = json.loads(run("report", H / "odd2.folded", "--json").stdout)
     assert j["totals"]["oncpu_us"] is None
+
+
+def test_nothing_measured_is_no_verdict_not_on_cpu():
+    # a trace with no complete interval (or a filter that matched no thread) said
+    # "Verdict: on-cpu": a CI step reading verdict.answer took it for a healthy run
+    one = str(H / "one_event.txt")
+    r = run("report", one, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["verdict"]["answer"] is None
+    r = run("report", one)
+    assert r.stdout.startswith("Verdict: none\n")
+    victim = str(VICTIM_A)
+    r = run("report", victim, "--comm", "^no-such-thread$", "--json")
+    assert json.loads(r.stdout)["verdict"]["answer"] is None
+    r = run("report", victim, "--json")
+    assert json.loads(r.stdout)["verdict"]["answer"] == "waiting"

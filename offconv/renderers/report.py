@@ -53,7 +53,7 @@ def render(profile, out: TextIO, opts=None) -> None:
         return
     v = d["verdict"]
     w = out.write
-    w(f"Verdict: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
+    w(f"Verdict: {v['answer'] or 'none'}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
     th = v["thresholds"]
     w(f"  ({scope_text(v)})\n")
     w(f"  (long = run-queue behind other tasks >= {th['runq_share_long']:.0%} of the workload's "
@@ -145,7 +145,7 @@ def render_histograms(d: dict, out: TextIO, notes: bool = True) -> None:
     bucket bounds per kind, the shape, and each histogram with the kind assumed."""
     v = d["verdict"]
     w = out.write
-    w(f"Verdict: {v['answer']}\n  {v['reason']}\n")
+    w(f"Verdict: {v['answer'] or 'none'}\n  {v['reason']}\n")
     th = v["thresholds"]
     w(f"  (long = p99 >= {human_us(th['runq_p99_long_us'])} run queue, >= "
       f"{human_us(th['blocked_p99_long_us'])} blocked)\n")
@@ -181,7 +181,7 @@ def render_stacks(d: dict, out: TextIO, verdict: bool = True) -> None:
     weights measure, per-thread totals, time by cause, wakers and top stacks."""
     v, w = d.get("stacks_verdict", d["verdict"]), out.write
     if verdict:
-        w(f"Verdict: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
+        w(f"Verdict: {v['answer'] or 'none'}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
     else:
         w(f"\nFrom the stacks: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n"
           f"  {v['reason']}\n")
