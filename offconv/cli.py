@@ -129,7 +129,8 @@ def input_options(f):
         click.option("--all", "all_", is_flag=True, help="--kernel and --jit."),
         click.option("--addrs", is_flag=True, help="Unknown frames as [dso <addr>]."),
         click.option("--event-filter", metavar="EVENT",
-                     help="Only events of this type (default: the first type seen)."),
+                     help="Only events of this type (default: the first type seen); of "
+                          "bpftrace output, the stack map @NAME (default: the first)."),
         click.option("-p", "--filter-pid", "filter_pids", multiple=True, callback=_int_list,
                      metavar="PID[,PID]", help="Only these processes (repeatable)."),
         click.option("--filter-tid", "filter_tids", multiple=True, callback=_int_list,
@@ -400,10 +401,11 @@ def convert(inputs, out, to, **kw):
             raise OffconvError(f"{', '.join(inputs)}: only histograms, no stacks: {fmt.name} "
                                "needs stacks; use --to hist, or offconv report")
         why = _why_no_stacks(profile, opts)
-        if fmt.name == "svg":
-            raise OffconvError(f"{', '.join(inputs)}: nothing to draw: {why}")
         if fmt.name == "folded":
             click.echo(f"offconv: warning: {', '.join(inputs)}: nothing to fold: {why}", err=True)
+        else:   # an SVG, speedscope or pprof of nothing is no answer: exit 2, saying why
+            what = "nothing to draw" if fmt.name == "svg" else "nothing to export"
+            raise OffconvError(f"{', '.join(inputs)}: {what}: {why}")
     write_output(fmt, profile, opts, out)
 
 

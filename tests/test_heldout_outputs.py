@@ -228,3 +228,12 @@ def test_nothing_measured_is_no_verdict_not_on_cpu():
     assert json.loads(r.stdout)["verdict"]["answer"] is None
     r = run("report", victim, "--json")
     assert json.loads(r.stdout)["verdict"]["answer"] == "waiting"
+
+
+def test_speedscope_and_pprof_of_nothing_say_why(tmp_path):
+    # speedscope's message ended with a hint about histogram input, which this is not
+    for out in ("x.speedscope.json", "x.pb.gz"):
+        r = CliRunner().invoke(app, [str(H / "one_event.txt"), "-o", str(tmp_path / out)])
+        assert r.exit_code == 2 and not (tmp_path / out).exists()
+        assert "nothing to export: no complete off-CPU interval" in r.stderr
+        assert "histogram" not in r.stderr
