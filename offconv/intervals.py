@@ -94,6 +94,13 @@ def is_dead(state: str) -> bool:
     return any(c in DEAD_STATES for c in state)
 
 
+def _missing_payload(path: str, ev: SchedEvent) -> ParseError:
+    """A sched event without the tasks its payload names (perf script -F without
+    'trace'): the parser's error, which says what the payload looks like."""
+    from .parsers.perf_script import missing_payload
+    return missing_payload(path, ev)
+
+
 def _key(task: Task, cpu: Optional[int]):
     """Thread identity: the tid, except the idle tasks, which all have tid 0."""
     return (0, cpu) if task.tid == 0 else task.tid
@@ -151,7 +158,7 @@ def _probed(ev) -> int:
     recording), a switch into idle, or neither (0)."""
     if ev.__class__ is not SchedEvent:
         return 0
-    if ev.task.tid == 0 or (ev.kind == SWITCH and ev.prev.tid == 0):
+    if ev.task.tid == 0 or (ev.kind == SWITCH and ev.prev is not None and ev.prev.tid == 0):
         return _IDLE_TASK
     return _INTO_IDLE if ev.kind == SWITCH and ev.next is not None and ev.next.tid == 0 else 0
 
@@ -353,6 +360,8 @@ class _Machine:
             self.stats["command"].add(nxt.tid)
         if prev is not None:
             self._switch_out(ev, prev, t)
+        elif nxt is None:   # perf script -F without 'trace': no tasks to follow
+            raise _missing_payload(self.path, ev)
         if nxt is not None and not (prev is not None and _key(prev, ev.cpu) == _key(nxt, ev.cpu)):
             self._switch_in(nxt, _key(nxt, ev.cpu), t,
                                        prev is not None and prev.tid == 0)
@@ -475,8 +484,8 @@ class _Machine:
     # -- wakeup / exit ----------------------------------------------------------
     def _wakeup(self, ev: SchedEvent, t: int) -> None:
         target = ev.target
-        if target is None:
-            return
+        if target is None:  # perf script -F without 'trace': no task to wake
+            raise _missing_payload(self.path, ev)
         if ev.new and target.tid and ev.task.tid:
             self.stats["parents"][target.tid] = ev.task.tid   # the creator wakes a new task
         if target.comm == RECORDED_COMMAND and target.tid:
@@ -638,7 +647,7 @@ class TailMachine(_Machine):
 
     def _wakeup(self, ev: SchedEvent, t: int) -> None:
         if ev.target is None:
-            return
+            raise _missing_payload(self.path, ev)
         key = _key(ev.target, ev.cpu)
         if key not in self.owned and ev.new and key not in self.touched:
             self.owned.add(key)   # a thread created here

@@ -12,8 +12,11 @@ perfs differ in which header fields appear)::
     java 24636/25607 [000] 4794564.109216: cycles:
 
 An event is a header line ``comm [pid/]tid [[cpu]] [secs.frac:] [period] event: [payload]``
-followed by its callchain, leaf first, one ``addr sym[+off] (dso)`` per indented line, and
-ended by a blank line (or the next header, or the end of the input). The format is defined
+(``-F`` without ``event``: ``sleep  8785 80428.758804:``, no event name; without ``trace``: a
+sched event with no payload) followed by its callchain, leaf first, one
+``addr sym[+off] (dso)`` per indented line (``-F +srcline``: each followed by a source line,
+``  write.c:26``, which is not a frame), and ended by a blank line (or the next header, or
+the end of the input). The format is defined
 by perf's builtin-script.c (``perf_sample__fprintf_*``); the grammar is in
 ``grammars/perf_script.lark`` and tests check both agree on every fixture.
 
@@ -39,6 +42,10 @@ HEADER_HELP = "an event header 'comm [pid/]tid [cpu] secs.frac: [period] event:'
 # comm [pid/]tid [cpu] secs.frac: [period] event: payload -- the usual header, in one go
 _FAST = re.compile(r"^(\S.*?)\s+(?:(-?\d+)/)?(-?\d+)\s+(?:\[(\d+)\]\s+)?(\d+)\.(\d+):\s+"
                    r"(?:(\d+)\s+)?(\S+?):(?=\s|$)\s*(.*)$")
+# the same without the event (perf script -F without 'event'): "sleep  8785 80428.758804: ";
+# its groups numbered as _FAST's (no period, event nor payload)
+_NO_EVENT = re.compile(r"^(\S.*?)\s+(?:(-?\d+)/)?(-?\d+)\s+(?:\[(\d+)\]\s+)?(\d+)\.(\d+):"
+                       r"()()()\s*$")
 # " 655.044405: " -- the timestamp splits the header into who/where and what.
 _TIME = re.compile(r"\s(\d+)\.(\d+):(?=\s|$)")
 # header without a timestamp (perf script -F without time): "java 19983 cycles:"
@@ -95,14 +102,17 @@ def parse_header(line: str) -> Optional[tuple]:
         if mi is None:
             return None
         me = _EVENT.match(line, m.end())
-        if me is None:
+        if me is not None:
+            period, event, payload = me.groups()
+        elif line[m.end():].isspace() or m.end() == len(line):
+            period, event, payload = None, "", ""   # perf script -F without 'event'
+        else:
             return None
         frac = m.group(2)
         time_ns = int(m.group(1)) * 1_000_000_000 + int((frac + "000000000")[:9])
         pid = mi.group(1)
-        period = me.group(1)
         return (comm.strip(), int(pid) if pid is not None else None, int(mi.group(2)), cpu,
-                time_ns, int(period) if period else 1, me.group(2), me.group(3))
+                time_ns, int(period) if period else 1, event, payload)
     m = _NO_TIME.match(line)
     if m is None:
         return None
@@ -130,11 +140,18 @@ def padded_header(line: str) -> Optional[tuple]:
 
 
 def _header_error(line: str) -> tuple:
-    """(expected, got) for a line that is not a header: a corrupted timestamp is named."""
+    """(expected, got) for a line that is not a header: a corrupted timestamp is named,
+    and so is what follows a good one where the event name should be."""
     m = _BAD_TIME.match(line)
     if m is not None:
-        return "a timestamp 'secs.frac:'", f"'{m.group(1)}:'"
+        if _GOOD_TIME.fullmatch(m.group(1)) is None:
+            return "a timestamp 'secs.frac:'", f"'{m.group(1)}:'"
+        return ("an event name after the timestamp 'secs.frac: [period] event:' (perf script "
+                "-F without 'event'? add it: -F ...,event)", f"'{line[m.end():].strip()}'")
     return HEADER_HELP, "a line that is neither an event header nor a stack frame"
+
+
+_GOOD_TIME = re.compile(r"\d+\.\d+")
 
 
 def clean_name(func: str) -> str:
@@ -329,17 +346,41 @@ def _task_ids(header_pid, header_tid, tid):
     return header_pid if tid == header_tid else None
 
 
+# what each kind of sched event's payload looks like (perf 6.1's trace field, kernel dialect)
+_PAYLOADS = {
+    SWITCH: "'prev_comm=.. prev_pid=.. prev_prio=.. prev_state=.. ==> next_comm=.. "
+            "next_pid=.. next_prio=..'",
+    WAKE: "'comm=.. pid=.. prio=.. target_cpu=..'",
+    EXIT: "'comm=.. pid=.. prio=..'",
+}
+
+
+def missing_payload(path: str, ev: SchedEvent) -> ParseError:
+    """The error of the off-CPU path at a sched event printed without its payload
+    (_sched_event leaves its tasks out: prev, next and target are None): the recording
+    is fine, perf script was run without the 'trace' field."""
+    return ParseError(path, ev.lineno,
+                      f"a {ev.event.rpartition(':')[2]} payload {_PAYLOADS[ev.kind]} "
+                      "(perf script -F without 'trace'? add it: -F ...,trace)",
+                      got=f"'{ev.event}:' with nothing after it")
+
+
 def _sched_event(h: tuple, stack: tuple, lineno: int, path: str, line: str):
     comm, pid, tid, cpu, time_ns, period, event, payload = h
     task = Task(comm, pid, tid)
     if time_ns is None:
         raise ParseError(path, lineno, "a timestamp on a sched event (perf script -F ...,time)",
                          line=line)
+    if not payload or payload.isspace():
+        # perf script -F without 'trace': the header alone. Counted as an event of its own
+        # in on-CPU mode, as stackcollapse-perf.pl does; the off-CPU path, which needs the
+        # tasks only the payload names, stops at it (missing_payload)
+        kind = SWITCH if event in SWITCH_EVENTS else WAKE if event in WAKEUP_EVENTS else EXIT
+        return SchedEvent(kind, time_ns, cpu, task, stack, event, lineno=lineno)
     if event in SWITCH_EVENTS:
         m = _SWITCH_KERNEL.match(payload) or _SWITCH_TEP.match(payload)
         if m is None:
-            raise ParseError(path, lineno, "a sched_switch payload 'prev_comm=.. prev_pid=.. "
-                             "prev_prio=.. prev_state=.. ==> next_comm=.. next_pid=.. next_prio=..'",
+            raise ParseError(path, lineno, f"a sched_switch payload {_PAYLOADS[SWITCH]}",
                              line=line)
         pc, pp, _, st, nc, np_, _ = m.groups()
         pp, np_ = int(pp), int(np_)
@@ -358,7 +399,7 @@ def _sched_event(h: tuple, stack: tuple, lineno: int, path: str, line: str):
                           new=event in WAKEUP_NEW_EVENTS, lineno=lineno)
     m = _EXIT_KERNEL.match(payload) or _WAKEUP_TEP.match(payload)
     if m is None:
-        raise ParseError(path, lineno, "a sched_process_exit payload 'comm=.. pid=.. prio=..'",
+        raise ParseError(path, lineno, f"a sched_process_exit payload {_PAYLOADS[EXIT]}",
                          line=line)
     xc, xp = m.group(1), int(m.group(2))
     return SchedEvent(EXIT, time_ns, cpu, task, stack, event,
@@ -410,7 +451,10 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
                     continue
                 h = padded_header(line) if c == " " else None
                 if h is None:
-                    g = parse_frame(line, addrs, demangle)
+                    if c == " " and is_srcline(line):  # -F +srcline: under a frame
+                        g = ()
+                    else:
+                        g = parse_frame(line, addrs, demangle)
                     if len(cache) < 2_000_000:
                         cache[line] = g
             if h is None:
@@ -601,6 +645,8 @@ def _header_at(header: str, tm) -> Optional[tuple]:
     same regex (so that any other timestamp in its place parses the same way: the header
     may be cached without it); None for any other header (parse_header reads it)."""
     m = _FAST.match(header)
+    if m is None:
+        m = _NO_EVENT.match(header)   # perf script -F without 'event'
     if m is None or m.start(5) != tm.start(1) or m.end(6) != tm.end(2):
         return None
     return _fast_tuple(m)
@@ -633,15 +679,35 @@ def _body_stack(body: str, addrs: bool, frames: dict, demangle: bool = False,
                     continue
                 if not line or line[0] not in " \t" or not line.strip():
                     return None
-                # no callchains: a header padded by perf (never a line that starts with a tab)
-                if line[0] == " " and padded_header(line) is not None:
-                    return None
+                if line[0] == " ":
+                    # no callchains: a header padded by perf (never a line that starts
+                    # with a tab)
+                    if padded_header(line) is not None:
+                        return None
+                    if is_srcline(line):  # perf script -F +srcline: under a frame
+                        groups[i] = ()
+                        if len(frames) < _LINE_CACHE:
+                            frames[line] = ()
+                        continue
                 groups[i] = _new_frame(line, addrs, demangle, frames, names)
     groups.reverse()
     return tuple(chain.from_iterable(groups))
 
 
 _LINE_CACHE = 1 << 19  # frame lines kept whole; beyond, only the names cache grows
+
+
+def is_srcline(line: str) -> bool:
+    """A source line that ``perf script -F +srcline`` prints under a frame line, after
+    two spaces (perf 6.1's ``map__fprintf_srcline`` with the prefix "\\n  "), not a frame:
+    ``  write.c:26``, ``  libc.so.6[f8350]``, ``  [kernel.kallsyms][ffffffff816d1a12]``.
+    Told from a frame line indented with spaces (older perfs) by its first word, which is
+    not a hex address; a padded header (the same test would take it) is to be ruled out
+    first. stackcollapse-perf.pl without --srcline ignores these lines, and so does
+    offconv."""
+    if line[:2] != "  " or line[2:3] in ("", " ", "\t"):
+        return False
+    return bool(line[2:].split(None, 1)[0].strip(_HEX_DIGITS))
 
 
 def _new_frame(line: str, addrs: bool, demangle: bool, frames: dict, names: dict) -> tuple:
