@@ -65,36 +65,38 @@ class Sums:
         unit, kind = self.unit, self.kind
         weighted = self.weighted
         threads = self.threads
-        for r in records:
-            if r.__class__ is not Sample:      # a tracepoint counted as an event (weight 1)
-                r = Sample(r.stack, 1, SAMPLES, r.task, r.time_ns, r.cpu, r.event, ONCPU)
-            ev = r.event
-            if ev:
-                if want is None:
-                    want = ev
-                elif ev != want:
-                    other = True
-                    continue
-            if unit is None:
-                unit, kind = r.unit, r.kind
-            task = r.task
-            if task is None:
-                key = r.stack
-            else:
-                tf = threads.get(task)
-                if tf is None:
-                    tf = threads[task] = thread_frame(task)
-                key = (tf,) + r.stack
-            w = r.weight
-            counts[key] = counts.get(key, 0) + w
-            if w != 1:
-                weighted = True
-            if r.before is not None:
-                if before is None:
-                    before = {}
-                before[key] = before.get(key, 0) + r.before
-        self.before, self.want, self.other = before, want, other
-        self.unit, self.kind, self.weighted = unit, kind, weighted
+        try:
+            for r in records:
+                if r.__class__ is not Sample:      # a tracepoint counted as an event (weight 1)
+                    r = Sample(r.stack, 1, SAMPLES, r.task, r.time_ns, r.cpu, r.event, ONCPU)
+                ev = r.event
+                if ev:
+                    if want is None:
+                        want = ev
+                    elif ev != want:
+                        other = True
+                        continue
+                if unit is None:
+                    unit, kind = r.unit, r.kind
+                task = r.task
+                if task is None:
+                    key = r.stack
+                else:
+                    tf = threads.get(task)
+                    if tf is None:
+                        tf = threads[task] = thread_frame(task)
+                    key = (tf,) + r.stack
+                w = r.weight
+                counts[key] = counts.get(key, 0) + w
+                if w != 1:
+                    weighted = True
+                if r.before is not None:
+                    if before is None:
+                        before = {}
+                    before[key] = before.get(key, 0) + r.before
+        finally:   # (also when they fail: a cut last line is no error, pipeline.ends_inside)
+            self.before, self.want, self.other = before, want, other
+            self.unit, self.kind, self.weighted = unit, kind, weighted
 
     def merge(self, part: tuple) -> None:
         """Add the sums of the input's next part (``part()``'s tuple, from another

@@ -966,9 +966,12 @@ def report_data(profile, opts=None) -> dict:
         data = sample_report.report_data(profile, ropts, Namer(naming).folded)
         data["histogram_details"] = histogram_rows(profile.histograms)
         sample_report.add_histograms(data, profile, ropts)
+        data["dropped"] = dict(sorted({**data["dropped"], **profile.dropped}.items()))
     elif profile.analysis is None:  # histograms only (bpftrace, bcc): offconv.histograms
         from . import histograms
         data = histograms.report_data(profile, ropts)
+        if profile.dropped:   # (what the parse skipped: pipeline.load's counts)
+            data["dropped"] = dict(sorted({**data.get("dropped", {}), **profile.dropped}.items()))
     else:
         data = summarize(profile, ropts, Namer(naming).folded)
         from .histograms import histogram_rows, shape_of_summary

@@ -35,6 +35,7 @@ from typing import Optional
 
 from . import gcpause
 from .aggregate import Sums, add_weights
+from .errors import ParseError
 from .model import Frame
 from .naming import FoldedNames, Namer, StackNames, merge_by
 from .parsers import demangle
@@ -125,7 +126,12 @@ def _second_part_here(src, path, fmt, popts, want, naming=None, labels=None):
     stats: dict = {}
     sums = Sums(replace(popts, event_filter=want))
     with gcpause.paused():
-        fmt.sum_blocks(src.block_lists(), path, popts, stats, sums)
+        try:
+            fmt.sum_blocks(src.block_lists(), path, popts, stats, sums)
+        except ParseError as e:
+            from .pipeline import ends_inside   # its last line, cut short, is no error
+            if not ends_inside(e, src):
+                raise
         demangle.apply_noted(sums, popts.addrs)  # perf.data converted with --no-demangle
         if naming is not None:
             return _folded_part(sums, naming), sums.other, stats, src.cut_line

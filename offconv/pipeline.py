@@ -13,7 +13,7 @@ from typing import Iterable, Iterator, Optional
 
 from . import formats, gcpause
 from .aggregate import Sums, aggregate_samples, sample_filters, select_samples
-from .errors import OffconvError
+from .errors import OffconvError, ParseError
 from .model import (OFFCPU_MODES, ONCPU, SWITCH, Histogram, Profile, Sample, SchedEvent,
                     is_sched_tracepoint)
 from .options import Options
@@ -42,6 +42,24 @@ def open_input(path: str, from_format: str = "auto", demangle_here: bool = True,
     return src, formats.detect(path, src.head)
 
 
+def ends_inside(err: ParseError, src: Source) -> bool:
+    """Whether ``err`` is about the line the input ``src`` ends inside (a killed perf
+    script's last line, cut short): that line is never an error -- a line cut short
+    elsewhere stays one -- the records end before it, and load() warns that the input
+    ends inside it."""
+    return err.lineno is not None and err.lineno == src.cut_line
+
+
+def until_cut(records: Iterable, src: Source) -> Iterator:
+    """``records`` of the input ``src``, ended quietly where they fail at the line the input
+    ends inside (``ends_inside``; its record is lost anyway)."""
+    try:
+        yield from records
+    except ParseError as e:
+        if not ends_inside(e, src):
+            raise
+
+
 def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str,
                       first: bool = True):
     """(SAMPLES, aggregate.Sums) when the format sums its own samples (sum_blocks) and the
@@ -65,8 +83,12 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str,
                 # perf.data: the end of perf's output, if the parser lags, over two
                 # processes (the child is forked here: it collects mangled names too)
                 split = follow_split(src, fmt, opts, first_record, sums, first)
-                fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
-                               streaming=src.binary_format is not None)
+                try:
+                    fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
+                                   streaming=src.binary_format is not None)
+                except ParseError as e:   # the last line, cut short: warned of, not an error
+                    if not ends_inside(e, src):
+                        raise
                 if src.mangled:  # this part's (a split's child demangles its own)
                     demangle.apply_noted(sums, opts.parse.addrs)
                 if split is not None:
@@ -77,7 +99,7 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str,
                 split.stop()
         return SAMPLES, sums
     blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in lists)
-    return _route(fmt.parse_blocks(blocks, src.path, opts.parse, stats), mode)
+    return _route(until_cut(fmt.parse_blocks(blocks, src.path, opts.parse, stats), src), mode)
 
 
 def _demangled_here_or_by_perf(src: Source, fmt, opts: Options, stats: dict, mode: str,
@@ -115,8 +137,8 @@ def peek(src: Source, fmt, opts: Options, mode: str) -> tuple:
     if fmt.sum_blocks is None:
         return lists, None, None
     deciding: list = []
-    route, _ = _route(fmt.parse_blocks(numbered_blocks(*first), src.path, opts.parse, {}), mode,
-                      deciding)
+    route, _ = _route(until_cut(fmt.parse_blocks(numbered_blocks(*first), src.path, opts.parse,
+                                                 {}), src), mode, deciding)
     return lists, (route if deciding else None), (deciding[0] if deciding else None)
 
 
@@ -257,10 +279,13 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
         if profile.analysis is not None:
             profile.analysis.dropped.update(lost)
             profile.dropped.update(lost)
-    if stats.get("skipped_lines"):
+    if stats.get("skipped_lines"):   # --lenient's: told, and counted in the report's dropped
         n = stats["skipped_lines"]
         profile.warnings.append(f"skipped {n} malformed line{'s' if n != 1 else ''} "
                                 f"(first: {stats['first_skipped']})")
+        if profile.analysis is not None:
+            profile.analysis.dropped["malformed_lines"] = n
+        profile.dropped["malformed_lines"] = n
     return profile
 
 

@@ -145,8 +145,10 @@ class Tail:
 
     def _records(self, first_lineno: int, stats: dict) -> tuple:
         """(the second part's Source, its records), read here."""
+        from .pipeline import until_cut
         src = Source(self.path, span=self.span, first_lineno=first_lineno)
-        return src, self.fmt.parse_blocks(src.blocks(), self.path, self.popts, stats)
+        return src, until_cut(self.fmt.parse_blocks(src.blocks(), self.path, self.popts, stats),
+                              src)
 
     def merge_into(self, builder) -> None:
         """The child's sums into ``builder``'s (offcpu._Builder.ns)."""
@@ -169,7 +171,8 @@ def _second_part(path, fmt, span, popts, agg):
     try:
         src = Source(path, span=span)
         stats: dict = {}
-        events = fmt.parse_blocks(src.blocks(), path, popts, stats)
+        from .pipeline import until_cut   # (its last line, cut short, is no error)
+        events = until_cut(fmt.parse_blocks(src.blocks(), path, popts, stats), src)
         head = list(islice(events, intervals.PROBE_EVENTS))
         events = chain(head, events)
         builder = _Builder(agg)   # (a split output needs no OnCpu record: see prepare)

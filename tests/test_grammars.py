@@ -14,12 +14,14 @@ import pytest
 
 from offconv.grammar import grammar_text, parser
 from offconv.parsers import folded
-from offconv.parsers.perf_script import _FRAME_LIKE, padded_header, parse_header, split_frame
+from offconv.parsers.perf_script import (_FRAME_LIKE, is_srcline, padded_header, parse_header,
+                                         split_frame)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
 PERF_FIXTURES = sorted(FIX.glob("flamegraph-test/*.txt")) + sorted(FIX.glob("flamegraph-test/*.gz")) \
-    + sorted(FIX.glob("recorded/*/*.perf-script*.txt")) + sorted(FIX.glob("recorded/*/*.perf-script*.txt.gz"))
+    + sorted(FIX.glob("recorded/*/*.perf-script*.txt")) + sorted(FIX.glob("recorded/*/*.perf-script*.txt.gz")) \
+    + sorted(FIX.glob("heldout_perf/*.txt"))   # -F variants: srcline, no trace, no event, no dso
 FOLDED_FIXTURES = sorted(FIX.glob("flamegraph-test/results/*.txt"))
 
 
@@ -41,19 +43,21 @@ def grammar_header(tree) -> tuple:
         time_ns = int(sec) * 10**9 + int((frac + "0" * 9)[:9])
     period = int(f["period"].children[0]) if "period" in f else 1
     payload = f["payload"].children[0].value.strip() if "payload" in f else ""
-    return (f["COMM"].value.strip(), pid, tid, cpu, time_ns, period, f["event"].children[0].value, payload)
+    event = f["event"].children[0].value if "event" in f else ""   # -F without event
+    return (f["COMM"].value.strip(), pid, tid, cpu, time_ns, period, event, payload)
 
 
 def grammar_frame(tree) -> tuple:
     f = {c.data if isinstance(c, lark.Tree) else c.type: c for c in tree.children}
     sym = f["symbol"].children[0].value.strip() if "symbol" in f else ""
-    return f["ADDR"].value, sym, f["dso"].children[0].value
+    return f["ADDR"].value, sym, f["dso"].children[0].value if "dso" in f else ""   # -F without dso
 
 
 @pytest.mark.parametrize("path", PERF_FIXTURES, ids=lambda p: p.name)
 def test_perf_script_grammar_agrees_with_parser(path):
     hp, fp = parser("perf_script", "header"), parser("perf_script", "frame")
-    headers = frames = 0
+    sp = parser("perf_script", "srcline")
+    headers = frames = srclines = 0
     seen: set = set()   # each distinct line once: frame lines repeat (lark is the slow part)
     for n, line in enumerate(read_lines(path), 1):
         if not line.strip() or line.startswith("#") or line in seen:
@@ -67,6 +71,12 @@ def test_perf_script_grammar_agrees_with_parser(path):
                 assert grammar_frame(fp.parse(h[7])) == split_frame(h[7]), f"{path.name}:{n}"
                 frames += 1
             continue
+        if line[0] == " " and is_srcline(line):  # -F +srcline: a source line, not a frame
+            assert sp.parse(line).children[0].value == line, f"{path.name}:{n}"
+            with pytest.raises(lark.exceptions.UnexpectedInput):
+                fp.parse(line)
+            srclines += 1
+            continue
         if line[0] in " \t":
             assert grammar_frame(fp.parse(line)) == split_frame(line), f"{path.name}:{n}"
             frames += 1
@@ -79,6 +89,7 @@ def test_perf_script_grammar_agrees_with_parser(path):
         assert grammar_header(hp.parse(line)) == h, f"{path.name}:{n}"
         headers += 1
     assert headers > 0 and frames > 0
+    assert srclines > 0 or "srcline" not in path.name
 
 
 @pytest.mark.parametrize("path", FOLDED_FIXTURES[::3], ids=lambda p: p.name)

@@ -365,12 +365,16 @@ def missing_payload(path: str, ev: SchedEvent) -> ParseError:
                       got=f"'{ev.event}:' with nothing after it")
 
 
-def _sched_event(h: tuple, stack: tuple, lineno: int, path: str, line: str):
+def _sched_event(h: tuple, stack: tuple, lineno: int, path: str, line: str,
+                 opts: ParseOptions, stats: Optional[dict]):
+    """The SchedEvent of a sched event's header (``h``: parse_header's tuple) and stack;
+    None for a malformed payload skipped with --lenient (counted as a skipped line: the
+    event is then missing, as a lost one is, and the intervals treat it so)."""
     comm, pid, tid, cpu, time_ns, period, event, payload = h
     task = Task(comm, pid, tid)
     if time_ns is None:
         raise ParseError(path, lineno, "a timestamp on a sched event (perf script -F ...,time)",
-                         line=line)
+                         got="a header without one", line=line)
     if not payload or payload.isspace():
         # perf script -F without 'trace': the header alone. Counted as an event of its own
         # in on-CPU mode, as stackcollapse-perf.pl does; the off-CPU path, which needs the
@@ -380,8 +384,7 @@ def _sched_event(h: tuple, stack: tuple, lineno: int, path: str, line: str):
     if event in SWITCH_EVENTS:
         m = _SWITCH_KERNEL.match(payload) or _SWITCH_TEP.match(payload)
         if m is None:
-            raise ParseError(path, lineno, f"a sched_switch payload {_PAYLOADS[SWITCH]}",
-                             line=line)
+            return _bad_payload(h, SWITCH, lineno, path, line, opts, stats)
         pc, pp, _, st, nc, np_, _ = m.groups()
         pp, np_ = int(pp), int(np_)
         prev = Task(pc, _task_ids(pid, tid, pp), pp)
@@ -391,19 +394,27 @@ def _sched_event(h: tuple, stack: tuple, lineno: int, path: str, line: str):
     if event in WAKEUP_EVENTS:
         m = _WAKEUP_KERNEL.match(payload) or _WAKEUP_TEP.match(payload)
         if m is None:
-            raise ParseError(path, lineno, "a wakeup payload 'comm=.. pid=.. prio=.. target_cpu=..'",
-                             line=line)
+            return _bad_payload(h, WAKE, lineno, path, line, opts, stats)
         wc, wp = m.group(1), int(m.group(2))
         return SchedEvent(WAKE, time_ns, cpu, task, stack, event,
                           target=Task(wc, _task_ids(pid, tid, wp), wp),
                           new=event in WAKEUP_NEW_EVENTS, lineno=lineno)
     m = _EXIT_KERNEL.match(payload) or _WAKEUP_TEP.match(payload)
     if m is None:
-        raise ParseError(path, lineno, f"a sched_process_exit payload {_PAYLOADS[EXIT]}",
-                         line=line)
+        return _bad_payload(h, EXIT, lineno, path, line, opts, stats)
     xc, xp = m.group(1), int(m.group(2))
     return SchedEvent(EXIT, time_ns, cpu, task, stack, event,
                       target=Task(xc, _task_ids(pid, tid, xp), xp), lineno=lineno)
+
+
+def _bad_payload(h: tuple, kind: str, lineno: int, path: str, line: str,
+                 opts: ParseOptions, stats: Optional[dict]) -> None:
+    """A sched payload that is not one of ``kind``'s: an error naming what it looks like
+    and quoting what stands there, or, with --lenient, a skipped line (None)."""
+    name = "wakeup" if kind == WAKE else h[6].rpartition(":")[2]
+    payload = h[7].strip()   # (a long one by its end: where a cut or a bad field shows)
+    got = f"'{payload}'" if len(payload) <= 100 else f"'...{payload[-80:]}'"
+    _skip(stats, path, lineno, line, opts, f"a {name} payload {_PAYLOADS[kind]}", got)
 
 
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
@@ -419,12 +430,12 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
     head = None  # (header tuple, lineno, text)
     from_iter = chain.from_iterable
 
-    def finish():
+    def finish():  # the event of ``head``; None: a malformed payload skipped (--lenient)
         h, hl, htext = head
         stack = tuple(from_iter(reversed(groups))) if groups else ()
         groups.clear()
         if h[6] in SCHED_EVENTS:
-            return _sched_event(h, stack, hl, path, htext)
+            return _sched_event(h, stack, hl, path, htext, opts, stats)
         if h[6] == OFFCPU_EVENT:
             return _offcpu_sample(h, stack, hl)
         return Sample(stack, h[5], SAMPLES, Task(h[0], h[1], h[2]), h[4], h[3], h[6], ONCPU,
@@ -435,7 +446,9 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
         if not line:
             skipping = False
             if head is not None:
-                yield finish()
+                ev = finish()
+                if ev is not None:
+                    yield ev
                 head = None
             continue
         c = line[0]
@@ -446,7 +459,9 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
                 if not line.strip():
                     skipping = False
                     if head is not None:
-                        yield finish()
+                        ev = finish()
+                        if ev is not None:
+                            yield ev
                         head = None
                     continue
                 h = padded_header(line) if c == " " else None
@@ -477,13 +492,17 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
             if lost is not None:          # perf script --show-lost-events
                 skipping = False          # an event of its own: what follows is not the
                 if head is not None:      # callchain of a malformed header before it
-                    yield finish()
+                    ev = finish()
+                    if ev is not None:
+                        yield ev
                     head = None
                 if stats is not None:
                     stats["lost_samples"] = stats.get("lost_samples", 0) + int(lost.group(1))
                 continue
             if head is not None:
-                yield finish()
+                ev = finish()
+                if ev is not None:
+                    yield ev
                 head = None
             expected, got = _header_error(line)
             _skip(stats, path, lineno, line, opts, expected, got)
@@ -491,13 +510,17 @@ def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = Pars
             continue
         skipping = False
         if head is not None:
-            yield finish()
+            ev = finish()
+            if ev is not None:
+                yield ev
         head = (h, lineno, line)
         payload = h[7]
         if payload and h[6] not in SCHED_EVENTS and _FRAME_LIKE.match(payload):
             append(parse_frame(payload, addrs, demangle))  # header and first frame on one line
     if head is not None:
-        yield finish()
+        ev = finish()
+        if ev is not None:
+            yield ev
 
 
 def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
@@ -596,7 +619,9 @@ def parse_blocks(blocks: Iterable[tuple[int, str]], path: str, opts: ParseOption
                          int(tm.group(1)) * 1_000_000_000 + int((frac + "000000000")[:9]),
                          h[3], h[6], ONCPU, None, lineno)
         elif h[6] in SCHED_EVENTS:
-            e = _sched_event(h, stack, lineno, path, header)
+            e = _sched_event(h, stack, lineno, path, header, opts, stats)
+            if e is None:   # a malformed payload skipped with --lenient
+                continue
             if skey is not None:
                 if len(scheds) >= _SCHED_HEADS:   # full: start again with those met from now on
                     scheds.clear()
