@@ -336,11 +336,6 @@ def check_output(out: Optional[str]) -> None:
     os.unlink(tmp)
 
 
-def _num(v):
-    """A number as written by the user: 10.0 -> 10."""
-    return int(v) if float(v).is_integer() else v
-
-
 def _warn(profile) -> None:
     for w in profile.warnings:
         click.echo(f"offconv: {w}", err=True)
@@ -565,7 +560,7 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
     if fail_above is not None:
         checks = differ.check(d, data, fail_above, tuple(fail_on),
                               diff_report.value_formatter(d.profile.unit))
-        data["fail_above"] = _num(fail_above)
+        data["fail_above"] = differ._num(fail_above)
         data["checks"] = [{k: v for k, v in c.items() if k != "message"} for c in checks]
         if not quiet:
             for c in checks:
