@@ -168,6 +168,11 @@ def _add(dst: dict, pairs) -> None:
         dst[key] = had + n
 
 
+# said when -p had to match tids (the input names no processes: perf script's default fields)
+PID_FROM_TID = ("-p/--filter-pid: the input carries only thread ids (perf script default "
+                "fields), so -p matched the tid; use perf script -F with pid to match processes")
+
+
 def sample_filters(agg) -> bool:
     """Whether the selection options (-p, --filter-tid, --comm, -U, -K, -d) ask
     select_samples for anything."""
@@ -260,9 +265,7 @@ def select_samples(profile: Profile, agg, paths=()) -> None:
     profile.before = select(profile.before)
     profile.folded_names = profile.stack_names = None   # names of the stacks before
     if tids_as_pids:
-        profile.warnings.append("-p/--filter-pid: the input carries only thread ids (perf "
-                                "script default fields), so -p matched the tid; use perf "
-                                "script -F with pid to match processes")
+        profile.warnings.append(PID_FROM_TID)
     if split and not any_kernel and profile.samples:
         profile.warnings.append("-U/-K/-d: no frame of the input is marked as the kernel's "
                                 "(folded stacks without _[k] or bcc's '-' delimiter): "

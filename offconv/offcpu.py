@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
+from .aggregate import PID_FROM_TID
 from .analysis import Analysis
 from .errors import OffconvError
 from .intervals import drive
@@ -357,8 +358,7 @@ class _Builder:
                        "tracepoints (sched_stat_runtime, sched_migrate_task, sched_process_fork, "
                        "...: perf sched record's), which the intervals do not need")
         if self.pid_from_tid:
-            out.append("-p/--filter-pid: the input carries only thread ids (perf script default "
-                       "fields), so -p matched the tid; use perf script -F with pid to match processes")
+            out.append(PID_FROM_TID)
         for reason, one, many, text in (
                 ("inferred_switch_in", "switch-in", "switch-ins",
                  "missing (the previous sched_switch on that CPU was taken, as perf sched "
