@@ -101,3 +101,11 @@ def test_folded_output_is_in_microseconds(tmp_path):
     assert _folded(out) == {"a;b": 1500000, "a;c": 499000, "a;d": 2500000000}
     _, out, _ = _run(str(p), "--unit", "us")
     assert _folded(out) == {"a;b": 1500, "a;c": 499, "a;d": 2500000}
+
+
+def test_pid_of_an_input_with_tids_only_matches_the_tid_and_says_so():
+    path = str(FG / "perf-cycles-instructions-01.txt")   # headers 'comm tid ...' (no pid)
+    tid = next(int(l.split()[1]) for l in open(path) if l[:1] not in ("", "\t", " ", "\n", "#"))
+    code, out, err = _run(path, "--tid", "-p", str(tid))
+    assert code == 0 and out and {s.split(";")[0] for s in _folded(out)} == {f"noploop-?/{tid}"}
+    assert "so -p matched the tid" in err
