@@ -53,7 +53,9 @@ def is_linear(buckets) -> bool:
     w = widths.pop()
     if w == 1:
         return any(lo > 1 for lo, _ in bounded)
-    return not all(lo == w and (lo & (lo - 1)) == 0 for lo, _ in bounded)
+    # (bounds may be floats: a histogram's scaled into another unit)
+    return not all(lo == w and float(lo).is_integer() and (int(lo) & (int(lo) - 1)) == 0
+                   for lo, _ in bounded)
 
 
 def _fill(buckets: list) -> list:

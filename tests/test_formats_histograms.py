@@ -155,3 +155,18 @@ def test_report_kind_option_and_the_perf_report_shape_lines():
     res = CliRunner().invoke(app, ["report", str(VICTIM)])
     assert res.exit_code == 0
     assert "\nShape\n  blocked: " in res.stdout and "\n  run queue: " in res.stdout
+
+
+def test_a_one_bucket_histogram_reports(tmp_path):
+    # held out: `offconv record --backend bpftrace -- /nonexistent/prog` wrote one
+    # run-queue row; the report's shape test took its bounds, scaled to floats, as ints
+    # (internal error, exit 70)
+    from click.testing import CliRunner
+    from offconv.cli import app
+    p = tmp_path / "one.txt"
+    p.write_text("@runq_us: \n[8, 16)                1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n")
+    r = CliRunner().invoke(app, ["report", str(p), "--json"], catch_exceptions=False)
+    assert r.exit_code == 0
+    import json
+    runq = json.loads(r.stdout)["latency"]["runq"]
+    assert runq["count"] == 1 and runq["p99_us"] == 16
