@@ -51,7 +51,8 @@ Options:
                   bpftrace: bpftrace's text output. OUT is written whole or not at
                   all; an existing OUT is refused without --force
   --comm NAME     only tasks whose name (comm, first 15 characters) is NAME;
-                  glob characters * ? [ ] match patterns; implies -a
+                  glob characters * ? [ ] match patterns (bpftrace: NAME* only,
+                  a prefix); implies -a
   --force         allow a window over 60 s and overwriting OUT
   --check         print kernel, perf and bpftrace versions, privileges,
                   perf_event_paranoid, tracepoints, BTF; exit 0 when recording is
@@ -288,6 +289,9 @@ else
   backends=("$backend")
 fi
 
+if [[ " ${backends[*]} " == *" bpftrace "* ]] && [[ ${comm%'*'} == *[\*\?\[]* ]]; then
+  usage_error "--comm '$comm': the bpftrace backend matches a name exactly or by a prefix (NAME*); other glob patterns need --backend perf"
+fi
 if [ "$target" = pid ]; then
   [ -d "/proc/$pid/task" ] || fail "no process $pid (check the pid: pgrep NAME)"
 fi
@@ -514,7 +518,14 @@ bt_program() { # bt_program MODE: the program text; $1 of the program = target p
   local A=$bt_args mode=$1 sel mark="" wakee fork=""
   case $mode in
     all) sel="1"; wakee="1" ;;
-    comm) local op='=='; sel="${A}prev_comm $op \"$comm\""; wakee="${A}comm $op \"$comm\"" ;;
+    comm) if [[ $comm == *'*' ]] && [[ ${comm%'*'} != *[\*\?\[]* ]]; then
+            # NAME*: bpftrace 0.17 has no glob match; a prefix is strncmp's
+            local pre=${comm%'*'}
+            sel="strncmp(${A}prev_comm, \"$pre\", ${#pre}) == 0"
+            wakee="strncmp(${A}comm, \"$pre\", ${#pre}) == 0"
+          else
+            sel="${A}prev_comm == \"$comm\""; wakee="${A}comm == \"$comm\""
+          fi ;;
     pid) sel="pid == \$1 || @mine[\$prev]"; wakee="@mine[\$p]"; mark="		@mine[\$prev] = 1;"
          fork="tracepoint:sched:sched_process_fork
 /pid == \$1 || @mine[${A}parent_pid]/

@@ -139,6 +139,7 @@ def test_shellcheck_clean():
     (["-d", "soon", "-a"], "-d needs a number"),
     (["-p", "12", "-a"], "choose one of"),
     (["--comm", "x", "-p", "1"], "cannot be combined"),
+    (["--backend", "bpftrace", "--comm", "oc-?aiter"], "other glob patterns need --backend perf"),
 ])
 def test_usage_errors_are_one_line_exit_2_and_record_nothing(tmp_path, args, says):
     out = tmp_path / "out.txt"
@@ -432,3 +433,19 @@ def test_ctrl_c_during_the_preflight_exits_130_and_writes_nothing(tmp_path):
     assert "interrupted" in err
     assert list(tmp_path.iterdir()) == []
     assert tracer_processes(str(tmp_path)) == [] and tracer_processes("sleep 28.321") == []
+
+
+def test_bpftrace_comm_prefix_glob_records_the_matching_tasks(tmp_path, waiter):
+    # held out: `--comm 'pyth*'` with bpftrace compared names with == and recorded nothing
+    # ("bpftrace printed no maps", exit 1); a NAME* prefix is now strncmp's
+    w = subprocess.Popen([*waiter, "5", str(tmp_path / "w.dat")], cwd=tmp_path)
+    try:
+        time.sleep(0.5)
+        out = tmp_path / "bt.txt"
+        r = record("--backend", "bpftrace", "-d", 2, "--comm", "oc-w*", "-o", out, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        procs = re.findall(r"^@blocked_us_by_process\[(\S+), \d+\]: (\d+)$", out.read_text(), re.M)
+        assert procs and {c for c, _ in procs} == {"oc-waiter"}, procs
+    finally:
+        w.kill()
+        w.wait()
