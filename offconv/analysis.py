@@ -439,6 +439,7 @@ class Analysis:
     dropped_threads: dict = field(default_factory=dict)  # reason -> threads it happened to
     threads_filtered: bool = False   # the user selected threads (-p/--filter-tid/--comm/--state)
     per_process: bool = False        # a `perf record -p` recording was detected
+    recorder_filtered: bool = False  # scripts/record.sh recorded it filtered to a target
     classify: Classifier = field(default_factory=Classifier)
     last_cause: dict = field(default_factory=dict)   # tid -> cause of its last wait
     last_in: dict = field(default_factory=dict)      # tid -> since when it is runnable or running (ns)

@@ -412,7 +412,8 @@ def time_order(timeline: list) -> list:
 
 
 def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions,
-                  lenient: bool = False, recorded: frozenset = frozenset()) -> Profile:
+                  lenient: bool = False, recorded: frozenset = frozenset(),
+                  filtered: frozenset = frozenset()) -> Profile:
     """Each (path, SchedEvents) input with its own interval state, merged into one Profile.
 
     ``profile.samples``: stacks of frames (a THREAD frame first; with ``opts.state_split``
@@ -427,6 +428,8 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
     # threads a selection learns; a stack output of all threads needs none
     oncpu = opts.analyse or opts.timeline or select
     inputs = list(inputs)
+    # scripts/record.sh's recordings filtered to a target (``filtered``: their paths)
+    b.analysis.recorder_filtered = any(path in filtered for path, _ in inputs)
     tails = [t for t in (getattr(events, "tail", None) for _, events in inputs) if t is not None]
     try:
         for path, events in inputs:

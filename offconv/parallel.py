@@ -434,7 +434,7 @@ def _merge_stats(stats: dict, *parts: dict) -> None:
                 stats.setdefault(key, value)
             elif key == "lost_samples_pct":
                 stats[key] = max(stats.get(key, 0.0), value)
-            elif key == "recorded_by_offconv":  # the paths of those inputs
+            elif key in ("recorded_by_offconv", "recorded_filtered"):  # the paths of those inputs
                 stats[key] = stats.get(key, ()) + value
             else:
                 stats[key] = stats.get(key, 0) + value

@@ -252,7 +252,8 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
         mode = "offcpu" if agg.mode == "auto" else agg.mode
         profile = offcpu.build_profile(sched_inputs, replace(agg, mode=mode),
                                        lenient=opts.parse.lenient,
-                                       recorded=frozenset(stats.get("recorded_by_offconv", ())))
+                                       recorded=frozenset(stats.get("recorded_by_offconv", ())),
+                                       filtered=frozenset(stats.get("recorded_filtered", ())))
     if profile is None:
         profile = Profile()
     if select and not sched_inputs:

@@ -326,3 +326,19 @@ def test_a_runnable_switch_out_to_the_idle_task_is_throttled():
     periods = [p for p in intervals(iter(evs), "x", system_wide=True) if hasattr(p, "throttled")]
     assert [(p.start_ns, p.throttled) for p in periods if p.task.tid == 5] == \
         [(2_000, True), (6_000, False)]
+
+
+HELDOUT_REC = Path(__file__).parent / "fixtures" / "heldout_rec"
+
+
+@pytest.mark.parametrize("name", ["cap3_perf_p", "cap3_perf_comm"])
+def test_switch_partners_of_a_filtered_recording_are_not_the_workload(name, tmp_path):
+    # record.sh -p / --comm keep the target's events: a daemon seen only when it took a
+    # hog's CPU had "95% of its wall time in lock waits" (gaps between sightings) and made
+    # the answer `both`; three CPU hogs on two CPUs are `capacity`
+    path = HELDOUT_REC / f"{name}.perf-script.txt.gz"
+    v = report_data(pipeline.load([str(path)], Options()))["verdict"]
+    assert v["answer"] == "capacity", v["reason"]
+    assert {w["comm"] for w in v["workload"]} == {"python3"}
+    partners = {l["comm"] for l in v["left_out"] if "no wake-up seen" in l["reason"]}
+    assert "memfd:sealed-91" in partners

@@ -1056,6 +1056,7 @@ _LOST = re.compile(r"\s\d+\.\d+:\s+PERF_RECORD_LOST lost (\d+)\s*$")
 # the first line scripts/record.sh writes:
 #   # offconv-record: backend=perf target=... window_s=3 lost_chunks=21 lost_samples_pct=1.2 ...
 RECORDER_COMMENT = "# offconv-record:"
+_RECORDER_TARGET = re.compile(r"\btarget=(\S+)")
 _RECORDER_FIELD = re.compile(r"\b(lost_chunks|lost_samples_pct)=([0-9.]+)")
 
 
@@ -1064,6 +1065,11 @@ def _recorder_comment(line: str, stats: dict, path: str) -> None:
         # scripts/record.sh records system-wide (-a, with filters on its target): whatever
         # its first events look like, the switch-ins are there (not a `perf record -p`)
         stats["recorded_by_offconv"] = stats.get("recorded_by_offconv", ()) + (path,)
+        target = _RECORDER_TARGET.search(line)
+        if target is not None and target.group(1) != "-a":
+            # filtered to a target (-p:PID, cmd:NAME, -a:comm=NAME): its partners' events
+            # are in only where the target's are (offconv.verdict.scope)
+            stats["recorded_filtered"] = stats.get("recorded_filtered", ()) + (path,)
     for key, value in _RECORDER_FIELD.findall(line):
         if key == "lost_chunks":
             stats["lost_chunks"] = stats.get("lost_chunks", 0) + int(float(value))
