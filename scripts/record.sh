@@ -88,8 +88,8 @@ OFFCONV_RECORD_MAX_MB (perf --max-size, default 1024), OFFCONV_RECORD_MMAP (perf
 -m per-CPU ring buffer; default 4M for windows up to 5 s, 8M up to 20 s, else 16M),
 OFFCONV_RECORD_MAP_KEYS (bpftrace map size, default 65536).
 
-Exit: 0 recorded (or --check: possible), 1 recording impossible or failed,
-2 usage error, 130 interrupted (OUT is still written when the tracer stopped
+Exit: 0 recorded (or --check: possible), 1 recording impossible or failed (also:
+CMD could not be run, status 126/127: no OUT), 2 usage error, 130 interrupted (OUT is still written when the tracer stopped
 cleanly; a second interrupt leaves no OUT).
 EOF
 }
@@ -747,6 +747,13 @@ case $end_reason in
   interrupted) extra=" (interrupted)" ;;
   deadline) [ -n "$cmd_rc" ] && extra=" (CMD stopped at the end of the window)" ;;
 esac
+if [ "$end_reason" = cmd ] && { [ "$cmd_rc" = 126 ] || [ "$cmd_rc" = 127 ]; }; then
+  # the shell could not run CMD (127: not found, 126: not executable): what was recorded is
+  # the wrapper, not the command; a report of it would describe the wrong thing
+  rm -f -- "$out"
+  say "CMD could not be run (status $cmd_rc: $([ "$cmd_rc" = 127 ] && echo "not found" || echo "not executable")): no OUT written"
+  exit 1
+fi
 size=$(stat -c %s "$out")
 say "wrote $out: $kind, window $(fmt_s "$window_us") s$extra, $(awk -v s="$size" 'BEGIN{printf "%.1f", s/1048576}') MB, $summary_extra"
 if [ "$end_reason" = interrupted ]; then exit 130; fi

@@ -449,3 +449,15 @@ def test_bpftrace_comm_prefix_glob_records_the_matching_tasks(tmp_path, waiter):
     finally:
         w.kill()
         w.wait()
+
+
+@pytest.mark.parametrize("backend", ["perf", "bpftrace"])
+def test_a_command_that_cannot_be_run_is_a_failed_recording(tmp_path, backend):
+    # held out: `-- /nonexistent/prog` exited 0 with "CMD exited with status 127", and the
+    # report then described the wrapper shell
+    out = tmp_path / "out.txt"
+    r = record("--backend", backend, "-d", 3, "-o", out, "--", str(tmp_path / "no-such-prog"),
+               cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "CMD could not be run (status 127: not found): no OUT written" in r.stderr
+    assert not out.exists() and tracer_processes(str(tmp_path)) == []
