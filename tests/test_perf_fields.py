@@ -150,7 +150,8 @@ def test_a_perf_that_refuses_the_field_list_is_run_again_with_its_defaults(recor
     old, new = tmp_path / "old.svg", tmp_path / "new.svg"
     r = run(data, "-o", old, env=env)
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    assert [line.endswith("-F -symoff") for line in calls.read_text().splitlines()] == [True, False]
+    # (perf script may also get --no-demangle after the fields, by what the recording holds)
+    assert ["-F -symoff" in line for line in calls.read_text().splitlines()] == [True, False]
     r = run(data, "-o", new)
     assert r.returncode == 0 and old.read_bytes() == new.read_bytes()
     # a file that perf fails on either way: perf's own message, one line, exit 2
