@@ -961,7 +961,8 @@ def report_data(profile, opts=None) -> dict:
     cached = profile.summary
     if cached is not None and cached[0] == (ropts, naming):
         return cached[1]
-    if profile.analysis is None and profile.samples:  # stacks, no sched events
+    if profile.analysis is None and (profile.samples or profile.thread_times):
+        # stacks (and per-thread sums), no sched events
         from . import sample_report
         from .histograms import histogram_rows
         data = sample_report.report_data(profile, ropts, Namer(naming).folded)

@@ -9,7 +9,9 @@ name of the format that produced it):
 - ``Sample``: a stack with a weight in a unit (a perf sample, a folded line, a stack-keyed
   bpftrace map entry, a ``perf record --off-cpu`` event);
 - ``SchedEvent``: a scheduler tracepoint (switch, wakeup, exit);
-- ``Histogram``: a latency (or other) distribution in buckets.
+- ``Histogram``: a latency (or other) distribution in buckets;
+- ``ThreadTime``: one thread's sum of one kind of time (a bpftrace map keyed by thread,
+  ``@oncpu_ns_by_thread[comm, pid, tid]: N``).
 
 From sched events, ``offconv.intervals`` makes ``Period`` (one off-CPU period of a thread:
 its blocked part and its run-queue part) and ``OnCpu`` records.
@@ -210,6 +212,21 @@ class Histogram:
     kind: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ThreadTime:
+    """One thread's sum of one kind of time, summed in the kernel (offconv record's bpftrace
+    backend: ``@oncpu_ns_by_thread[comm, pid, tid]``, ``@runq_ns_by_thread[comm, tid]``).
+    ``kind`` is ONCPU or RUNQ; ``idle`` marks run-queue time that ended at a switch from
+    the idle task (an idle CPU waking up, not a wait behind another task)."""
+
+    name: str
+    task: Task
+    value: int
+    unit: str
+    kind: str
+    idle: bool = False
+
+
 def is_sched_tracepoint(event: str) -> bool:
     """An event of the scheduler's tracepoints (sched:..., or tep's sched_...)."""
     return event.startswith(("sched:", "sched_"))
@@ -323,6 +340,10 @@ class Profile:
     samples: dict = field(default_factory=dict)
     before: Optional[dict] = None
     histograms: list = field(default_factory=list)
+    # Per-thread sums of on-CPU and run-queue time (ThreadTime records), where the input
+    # has them (offconv record's bpftrace backend): with the blocked stacks keyed by
+    # thread they give each thread's wall-time shares, so the sched verdict's rules apply.
+    thread_times: list = field(default_factory=list)
     # The off-CPU path's accumulation (offconv.analysis.Analysis): per-thread totals,
     # exact latencies, causes. Read by report/json/hist through offconv.analysis.summarize.
     analysis: Optional[object] = None

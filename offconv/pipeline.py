@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Optional
 from . import formats, gcpause
 from .aggregate import Sums, aggregate_samples, sample_filters, select_samples
 from .errors import OffconvError, ParseError
-from .model import (OFFCPU_MODES, ONCPU, SWITCH, Histogram, Profile, Sample, SchedEvent,
+from .model import (BLOCKED, OFFCPU_MODES, ONCPU, SWITCH, Histogram, Profile, Sample, SchedEvent, ThreadTime,
                     is_sched_tracepoint)
 from .options import Options
 from .source import Source, numbered_blocks
@@ -196,6 +196,7 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
     profile: Optional[Profile] = None
     sched_inputs: list = []
     histograms: list = []
+    thread_times: list = []
     stats: dict = {}
     routes: set = set()
     notes: list = []
@@ -242,7 +243,7 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
         if records.__class__ is Sums:
             profile = records.finish(profile, path)
             continue
-        records = _collect_histograms(records, histograms)
+        records = _collect_histograms(records, histograms, thread_times)
         if route == SAMPLES:
             profile = aggregate_samples(records, opts.parse, profile, path)
         else:
@@ -260,6 +261,10 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
         select_samples(profile, agg, tuple(paths))
     from .histograms import merge
     profile.histograms[:] = merge(profile.histograms + histograms)
+    profile.thread_times.extend(thread_times)
+    if thread_times and not profile.samples and profile.analysis is None:
+        # threads that never blocked (CPU hogs): their blocked stacks are none, in µs
+        profile.mode, profile.unit = BLOCKED, "us"
     # the converters' warnings first (perf found no kernel symbols: every cause is in doubt)
     profile.warnings[:0] = [n for src in sources for n in getattr(src, "notes", ())] + notes
     for src in sources:
@@ -290,9 +295,11 @@ def load(paths: Iterable[str], opts: Options, from_format: str = "auto",
     return profile
 
 
-def _collect_histograms(records: Iterator, out: list) -> Iterator:
+def _collect_histograms(records: Iterator, out: list, times: list) -> Iterator:
     for r in records:
         if r.__class__ is Histogram:
             out.append(r)
+        elif r.__class__ is ThreadTime:
+            times.append(r)
         else:
             yield r

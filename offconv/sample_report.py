@@ -450,6 +450,12 @@ def add_histograms(data: dict, profile, ropts: ReportOptions) -> None:
         return
     h = histograms.report_data(profile, ropts)
     stacks_verdict = data["verdict"]
+    if profile.thread_times and profile.mode == BLOCKED:
+        v = _thread_verdict(data, profile, ropts, h["verdict"])
+        data.update(source="histograms+threads", verdict=v, stacks_verdict=stacks_verdict,
+                    latency=h["latency"], shape=h["shape"], histograms=h["histograms"],
+                    kind_assumed=h["kind_assumed"])
+        return
     v = dict(h["verdict"])
     v["cause"] = stacks_verdict["cause"]
     v.setdefault("uncertain", False)
@@ -464,3 +470,103 @@ def add_histograms(data: dict, profile, ropts: ReportOptions) -> None:
     data.update(source="histograms+stacks", verdict=v, stacks_verdict=stacks_verdict,
                 latency=h["latency"], shape=h["shape"], histograms=h["histograms"],
                 kind_assumed=h["kind_assumed"])
+
+
+def thread_analysis(profile):
+    """An Analysis of per-thread sums: the ThreadTime records (on-CPU and run-queue time)
+    and the blocked stacks keyed by thread (their causes), joined by tid. It holds no single
+    waits (the kernel summed them): no percentile, and no thread is a one-off sleep."""
+    from .analysis import Analysis, ThreadTotals
+    from .model import Task
+    scale_ns = TIME_UNITS[profile.unit]
+    an = Analysis()
+    rows: dict = {}
+
+    comms: dict = {}   # tid -> {comm: ns}: a thread's name is the one it had longest (a
+    #                    child of a shell queues as `sh`, then runs as what it exec'd)
+
+    def get(task, ns):
+        tt = rows.get(task.tid)
+        if tt is None:
+            tt = rows[task.tid] = ThreadTotals(task)
+        elif tt.pid is None and task.pid is not None:
+            tt.pid = task.pid
+        c = comms.setdefault(task.tid, {})
+        c[task.comm] = c.get(task.comm, 0) + ns
+        return tt
+    threads, _, _ = _collect(profile)
+    for t in threads:
+        if t.tid is None:
+            continue
+        tt = get(Task(t.comm, t.pid, t.tid), int(t.weight * scale_ns + 0.5))
+        for c, w in t.by_cause.items():
+            ns = int(w * scale_ns + 0.5)
+            tt.by_cause[c] = tt.by_cause.get(c, 0) + ns
+            tt.blocked_ns += ns
+    for r in profile.thread_times:
+        if r.task.tid is None or r.task.tid == 0:
+            continue
+        ns = r.value * TIME_UNITS.get(r.unit, 1)
+        tt = get(r.task, ns)
+        if r.kind == ONCPU:
+            tt.oncpu_ns += ns
+        else:
+            tt.runq_ns += ns
+            if r.idle:
+                tt.runq_idle_ns += ns
+    for tid in sorted(rows):
+        c = comms[tid]
+        rows[tid].comm = max(sorted(c), key=lambda k: c[k])
+        an.threads[tid] = rows[tid]
+    return an
+
+
+def _thread_verdict(data: dict, profile, ropts: ReportOptions, hv: dict) -> dict:
+    """The sched verdict (offconv.verdict: shares of each thread's wall time, the workload's
+    scope, causes) over the per-thread sums; the p99s are the histograms' bucket estimates
+    (over every recorded wait: idle ones too), shown, not decided on. Fills the threads'
+    on-CPU and run-queue time and the totals in ``data``."""
+    from dataclasses import replace
+    from .verdict import decide, verdict
+    an = thread_analysis(profile)
+    d = decide(an, ropts)
+    d = replace(d, runq_p99_us=hv.get("runq_p99_us"), blocked_p99_us=hv.get("blocked_p99_us") or 0,
+                cause_p99_us=None)
+    v = verdict(an, ropts, d)
+    v["reason"] += (" (in-kernel sums per thread; p99s are bucket estimates over every "
+                    "recorded wait)")
+    v["source"] = "histograms+threads"
+    by_tid = {tid: t for tid, t in an.threads.items()}
+    # one row a thread (the stacks' rows are per name: a child of a shell blocks as `sh`
+    # before its exec, as itself after), with its sums; rows without a tid stay as they are
+    old: dict = {}
+    for row in data["threads"]:
+        old.setdefault(row.get("tid"), []).append(row)
+    rows = old.pop(None, [])
+
+    def us(ns):
+        return ns_to_us(int(ns))
+    for tid, t in by_tid.items():
+        mine = old.get(tid, [])
+        wk: dict = {}
+        for r in mine:
+            for k, v2 in r["wakers_us"].items():
+                wk[k] = wk.get(k, 0) + v2
+        rows.append({
+            "comm": t.comm, "pid": t.pid, "tid": tid, "blocked_us": us(t.blocked_ns),
+            "runq_us": us(t.runq_ns), "runq_preempted_us": None,
+            "preempted_stacks_us": sum(r["preempted_stacks_us"] for r in mine),
+            "oncpu_us": us(t.oncpu_ns), "offcpu_us": us(t.offcpu_ns), "switches": None,
+            "stacks": sum(r["stacks"] for r in mine),
+            "latency_us": us(sum(ns for c, ns in t.by_cause.items() if c[0] not in IDLE_CAUSES)),
+            "by_cause_us": {f"{c} ({lb})" if lb else c: us(ns) for (c, lb), ns in
+                            sorted(t.by_cause.items(), key=lambda kv: (-kv[1], kv[0])) if us(ns)},
+            "wakers_us": dict(sorted(wk.items(), key=lambda kv: (-kv[1], kv[0])))})
+    rows.sort(key=lambda r: (-(r["offcpu_us"] or 0), r["comm"], r["tid"] or -1))
+    data["threads"] = rows
+    ts = list(by_tid.values())
+    data["totals"].update(oncpu_us=ns_to_us(sum(t.oncpu_ns for t in ts)),
+                          runq_us=ns_to_us(sum(t.runq_ns for t in ts)),
+                          blocked_us=ns_to_us(sum(t.blocked_ns for t in ts)),
+                          offcpu_us=ns_to_us(sum(t.offcpu_ns for t in ts)))
+    return v

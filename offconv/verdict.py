@@ -64,7 +64,7 @@ class Decision:
     cause: Optional[tuple]                 # (cause, label) with the most latency time
     cause_thread: Optional[object]         # the workload thread with most of that cause
     cause_share: float                     # that cause's share of that thread's wall time
-    cause_p99_us: int
+    cause_p99_us: Optional[int]            # None: the waits were summed (no durations)
     waker: Optional[str]                   # who ended most of those waits
     runq_thread: Optional[object]
     scope: Scope
@@ -92,7 +92,8 @@ def _single_sleep(t) -> bool:
     """A process that only sleeps, once: a pause or the recording window, not a workload
     (a workload that runs sleeps again and again has more than two of them)."""
     sleep = sum(ns for c, ns in t.by_cause.items() if c[0] == "sleep")
-    if len(t.cause_durations.get("sleep", ())) <= 2 and sleep >= 0.5 * t.wall_ns:
+    # (no durations at all: the waits were summed in the kernel, their number is unknown)
+    if 0 < len(t.cause_durations.get("sleep", ())) <= 2 and sleep >= 0.5 * t.wall_ns:
         return True
     # without call chains a sleep cannot be told from another wait: a process named
     # `sleep` whose waits have no call chain and whose longest wait is most of its life
@@ -376,8 +377,9 @@ def _blocked_text(d: Decision) -> str:
     if d.uncertain:
         unc = (f" (uncertain: {t.inferred} of {t.switches} switch-ins of {t.comm} were not "
                "recorded; counted as blocked, its time between switch-outs)")
-    return (f"{_who(t)} spends {d.cause_share:.0%} of its wall time in {cause_text(*d.cause)}, "
-            f"p99 {human_us(d.cause_p99_us)}{woke}{unc}")
+    p99 = "" if d.cause_p99_us is None else f", p99 {human_us(d.cause_p99_us)}"
+    return (f"{_who(t)} spends {d.cause_share:.0%} of its wall time in {cause_text(*d.cause)}"
+            f"{p99}{woke}{unc}")
 
 
 # the share of the workload's run-queue time behind others that must be throttling (the
@@ -455,9 +457,11 @@ def _explain(d: Decision, ropts: ReportOptions) -> str:
             "(perf record -F 99 -g).")
 
 
-def verdict(an, ropts: ReportOptions) -> dict:
-    """The decision with its reason, scope and numbers, as report data."""
-    d = decide(an, ropts)
+def verdict(an, ropts: ReportOptions, d: Optional[Decision] = None) -> dict:
+    """The decision (``decide``'s, or the one given) with its reason, scope and numbers, as
+    report data."""
+    if d is None:
+        d = decide(an, ropts)
     sc = d.scope
     return {
         # nothing measured is no answer (null), not "on-cpu": a CI step reading it must not

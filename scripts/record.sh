@@ -81,7 +81,15 @@ program stops itself with an interval probe. OUT holds:
   @runq_us                       log2 hist: wakeup or preemption -> switch-in (us)
   @blocked_us                    log2 hist: switch-out asleep -> wakeup (us)
   @blocked_us_by_process[comm, pid]   sum of blocked us per task name and process
-  @blocked_us_by_stack[kstack, comm]  sum of blocked us per kernel stack at switch-out
+  @blocked_us_by_stack[kstack, comm, pid, tid]
+                                 sum of blocked us per kernel stack at switch-out
+                                 and thread
+  @oncpu_ns_by_thread[comm, pid, tid] sum of on-CPU ns (switch-in -> switch-out)
+  @runq_ns_by_thread[comm, tid]  sum of run-queue ns behind another task
+  @runq_idle_ns_by_thread[comm, tid]  sum of run-queue ns ended by a switch from
+                                 the idle task (an idle CPU waking up)
+The per-thread sums give each thread's shares of its wall time, so offconv's
+verdict is the same rules as on perf's events (p99s: bucket estimates).
 
 Environment: OFFCONV_RECORD_WARN_MB (perf.data warning, default 256),
 OFFCONV_RECORD_MAX_MB (perf --max-size, default 1024), OFFCONV_RECORD_MMAP (perf
@@ -515,25 +523,27 @@ record_perf() {
 
 # ---------------------------------------------------------------- bpftrace backend
 bt_program() { # bt_program MODE: the program text; $1 of the program = target pid
-  local A=$bt_args mode=$1 sel mark="" wakee fork=""
+  local A=$bt_args mode=$1 sel selnext mark="" wakee fork=""
   case $mode in
-    all) sel="1"; wakee="1" ;;
+    all) sel="1"; wakee="1"; selnext="1" ;;
     comm) if [[ $comm == *'*' ]] && [[ ${comm%'*'} != *[\*\?\[]* ]]; then
             # NAME*: bpftrace 0.17 has no glob match; a prefix is strncmp's
             local pre=${comm%'*'}
             sel="strncmp(${A}prev_comm, \"$pre\", ${#pre}) == 0"
             wakee="strncmp(${A}comm, \"$pre\", ${#pre}) == 0"
+            selnext="strncmp(${A}next_comm, \"$pre\", ${#pre}) == 0"
           else
             sel="${A}prev_comm == \"$comm\""; wakee="${A}comm == \"$comm\""
+            selnext="${A}next_comm == \"$comm\""
           fi ;;
-    pid) sel="pid == \$1 || @mine[\$prev]"; wakee="@mine[\$p]"; mark="		@mine[\$prev] = 1;"
+    pid) sel="pid == \$1 || @mine[\$prev]"; wakee="@mine[\$p]"; selnext="@mine[\$next]"; mark="		@mine[\$prev] = 1;"
          fork="tracepoint:sched:sched_process_fork
 /pid == \$1 || @mine[${A}parent_pid]/
 {
 	@mine[${A}child_pid] = 1;
 }
 " ;;
-    cmd) sel="@mine[\$prev]"; wakee="@mine[\$p]"
+    cmd) sel="@mine[\$prev]"; wakee="@mine[\$p]"; selnext="@mine[\$next]"
          fork="tracepoint:sched:sched_process_fork
 /@mine[${A}parent_pid]/
 {
@@ -546,7 +556,10 @@ bt_program() { # bt_program MODE: the program text; $1 of the program = target p
 //   @runq_us                      hist: wakeup / preemption (prev_state == 0) -> switch-in, us
 //   @blocked_us                   hist: switch-out asleep (prev_state != 0) -> wakeup, us
 //   @blocked_us_by_process[comm, pid]  sum of blocked us (pid = process id)
-//   @blocked_us_by_stack[kstack, comm] sum of blocked us by kernel stack at switch-out
+//   @blocked_us_by_stack[kstack, comm, pid, tid]  sum of blocked us by kernel stack at switch-out
+//   @oncpu_ns_by_thread[comm, pid, tid]     sum of on-CPU ns (switch-in -> switch-out)
+//   @runq_ns_by_thread[comm, tid]           sum of run-queue ns behind another task
+//   @runq_idle_ns_by_thread[comm, tid]      sum of run-queue ns ended by a switch from idle
 // A task switched in with no wakeup seen counts as blocked until the switch-in.
 BEGIN
 {
@@ -559,6 +572,11 @@ ${fork}tracepoint:sched:sched_switch
 	\$prev = ${A}prev_pid;
 	if (\$prev != 0 && ($sel)) {
 $mark
+		\$o = @ontime[\$prev];
+		if (\$o != 0) {
+			@oncpu_ns_by_thread[${A}prev_comm, pid, \$prev] = sum(nsecs - \$o);
+			delete(@ontime[\$prev]);
+		}
 		if (${A}prev_state == 0) {
 			@qtime[\$prev] = nsecs;
 		} else {
@@ -573,7 +591,7 @@ $mark
 		\$d = (nsecs - \$b) / 1000;
 		@blocked_us = hist(\$d);
 		@blocked_us_by_process[${A}next_comm, @btgid[\$next]] = sum(\$d);
-		@blocked_us_by_stack[@bstack[\$next], ${A}next_comm] = sum(\$d);
+		@blocked_us_by_stack[@bstack[\$next], ${A}next_comm, @btgid[\$next], \$next] = sum(\$d);
 		delete(@btime[\$next]);
 		delete(@bstack[\$next]);
 		delete(@btgid[\$next]);
@@ -581,7 +599,15 @@ $mark
 	\$q = @qtime[\$next];
 	if (\$q != 0) {
 		@runq_us = hist((nsecs - \$q) / 1000);
+		if (\$prev == 0) {
+			@runq_idle_ns_by_thread[${A}next_comm, \$next] = sum(nsecs - \$q);
+		} else {
+			@runq_ns_by_thread[${A}next_comm, \$next] = sum(nsecs - \$q);
+		}
 		delete(@qtime[\$next]);
+	}
+	if (\$next != 0 && ($selnext)) {
+		@ontime[\$next] = nsecs;
 	}
 }
 
@@ -594,7 +620,7 @@ tracepoint:sched:sched_wakeup_new
 		\$d = (nsecs - \$b) / 1000;
 		@blocked_us = hist(\$d);
 		@blocked_us_by_process[${A}comm, @btgid[\$p]] = sum(\$d);
-		@blocked_us_by_stack[@bstack[\$p], ${A}comm] = sum(\$d);
+		@blocked_us_by_stack[@bstack[\$p], ${A}comm, @btgid[\$p], \$p] = sum(\$d);
 		delete(@btime[\$p]);
 		delete(@bstack[\$p]);
 		delete(@btgid[\$p]);
@@ -615,6 +641,7 @@ END
 	clear(@btime);
 	clear(@bstack);
 	clear(@btgid);
+	clear(@ontime);
 $( [ "$mode" = pid ] || [ "$mode" = cmd ] && echo "	clear(@mine);" )
 }
 EOF

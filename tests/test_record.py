@@ -120,7 +120,8 @@ def test_help_documents_every_option_and_the_events():
         assert opt in r.stdout, opt
     for ev in ("sched:sched_switch", "sched:sched_wakeup", "sched:sched_wakeup_new",
                "sched:sched_waking", "@runq_us", "@blocked_us", "@blocked_us_by_process[comm, pid]",
-               "@blocked_us_by_stack[kstack, comm]"):
+               "@blocked_us_by_stack[kstack, comm, pid, tid]", "@oncpu_ns_by_thread[comm, pid, tid]",
+               "@runq_ns_by_thread[comm, tid]", "@runq_idle_ns_by_thread[comm, tid]"):
         assert ev in r.stdout, ev
 
 
@@ -318,7 +319,7 @@ def test_perf_pid_recording_has_switch_ins_and_follows_new_threads(tmp_path, wai
 
 
 @needs("bpftrace")
-def test_bpftrace_recording_has_the_four_maps(tmp_path, waiter):
+def test_bpftrace_recording_has_its_maps(tmp_path, waiter):
     out = tmp_path / "bt.txt"
     r = record("--backend", "bpftrace", "-d", 3, "-o", out, "--", *waiter, 1.5, tmp_path / "w.dat",
                cwd=tmp_path)
@@ -337,12 +338,31 @@ def test_bpftrace_recording_has_the_four_maps(tmp_path, waiter):
     assert sum(hist_counts("blocked_us")) > 10
     procs = dict(re.findall(r"^@blocked_us_by_process\[(oc-\w+), \d+\]: (\d+)$", text, re.M))
     assert int(procs["oc-waiter"]) > 500_000 and int(procs["oc-holder"]) > 500_000, procs
-    stacks = re.findall(r"^@blocked_us_by_stack\[\n((?: {4}\S.*\n)+), (oc-\w+)\]: (\d+)$", text, re.M)
-    assert any(c == "oc-waiter" and "futex" in s and int(v) > 100_000 for s, c, v in stacks), stacks[:3]
-    assert any(c == "oc-holder" and "nanosleep" in s for s, c, v in stacks)
-    # helper maps are cleared at the end: only the four result maps are printed
-    assert set(re.findall(r"^@(\w+)", text, re.M)) == {"runq_us", "blocked_us", "blocked_us_by_process",
-                                                      "blocked_us_by_stack"}
+    stacks = re.findall(r"^@blocked_us_by_stack\[\n((?: {4}\S.*\n)+), (oc-\w+), (\d+), (\d+)\]: (\d+)$",
+                        text, re.M)
+    assert any(c == "oc-waiter" and "futex" in s and int(v) > 100_000 for s, c, _, _, v in stacks), stacks[:3]
+    assert any(c == "oc-holder" and "nanosleep" in s for s, c, _, _, v in stacks)
+    # the pid is the process's, the tid the thread's: the waiter is a thread of the holder's process
+    pids = {c: int(p) for _, c, p, _, _ in stacks}
+    tids = {c: int(t) for _, c, _, t, _ in stacks}
+    assert pids["oc-waiter"] == pids["oc-holder"] and tids["oc-waiter"] != tids["oc-holder"], stacks[:3]
+    oncpu = {c: int(v) for c, p, t, v in
+             re.findall(r"^@oncpu_ns_by_thread\[(oc-\w+), (\d+), (\d+)\]: (\d+)$", text, re.M)}
+    runq: dict = {}
+    for c, v in re.findall(r"^@runq(?:_idle)?_ns_by_thread\[(oc-\w+), \d+\]: (\d+)$", text, re.M):
+        runq[c] = runq.get(c, 0) + int(v)
+    blocked = {c: sum(int(v) for _, c2, _, _, v in stacks if c2 == c) * 1000 for c in oncpu}
+    # the waiter runs a 20000-step loop each round, the holder only sleeps: more on CPU
+    assert oncpu["oc-waiter"] > oncpu["oc-holder"] > 0, oncpu
+    # on-CPU + run queue + blocked is the thread's life in the window (1.5 s; the first and
+    # last on-CPU slices are not seen): the three sums account for all of it, once
+    for c in ("oc-waiter", "oc-holder"):
+        life = oncpu[c] + runq.get(c, 0) + blocked[c]
+        assert 1.2e9 < life < 1.7e9, (c, oncpu, runq, blocked)
+    # helper maps are cleared at the end: only the result maps are printed
+    assert set(re.findall(r"^@(\w+)", text, re.M)) <= {
+        "runq_us", "blocked_us", "blocked_us_by_process", "blocked_us_by_stack",
+        "oncpu_ns_by_thread", "runq_ns_by_thread", "runq_idle_ns_by_thread"}
 
 
 @needs("bpftrace")

@@ -27,6 +27,9 @@ What each map becomes (``entries`` -> ``records``, shared with ``bpftrace_json``
   one function merges, the other key parts as the task (never a fake ``, `` frame, the
   bug of stackcollapse-bpftrace.pl). The weight's unit comes from the name or ``--unit``
   (default ``samples``: ``count()`` maps).
+- maps of on-CPU or run-queue time keyed by thread (offconv record's
+  ``@oncpu_ns_by_thread[comm, pid, tid]: N``, ``@runq_ns_by_thread[comm, tid]``) ->
+  ``ThreadTime`` (``thread_time``).
 - other scalar maps (``@syscall[6]: 36862``, ``stats()``, ``avg()``) are parsed (and
   compared with the JSON output in the tests) but have no record in the model: they are
   counted in the parse stats as ``bpftrace_scalars``.
@@ -40,7 +43,7 @@ from typing import Iterable, Iterator, Optional
 from ..errors import ParseError
 from ..format_types import MAYBE, NO, YES, InputFormat
 from ..model import (BLOCKED, KERNEL, OFFCPU, ONCPU, RUNQ, SAMPLES, USER, Frame, Histogram,
-                     Sample, Task)
+                     Sample, Task, ThreadTime)
 from ..options import ParseOptions
 
 SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
@@ -336,7 +339,8 @@ def stack_kinds(stacks: list) -> list:
 def stack_of(keys: tuple, cache: dict) -> tuple:
     """(task, frames root first) of a stack-keyed map element: the user frames below the
     kernel frames, the other key parts as the task (the first name-like part its comm, the
-    first number its pid; an empty part is an empty stack, never a name)."""
+    first number its pid, the second its tid; an empty part is an empty stack, never a
+    name)."""
     stacks = [p for p in keys if is_stack(p)]
     others = [p for p in keys if not is_stack(p) and p != ""]
     kinds = stack_kinds(stacks)
@@ -344,10 +348,12 @@ def stack_of(keys: tuple, cache: dict) -> tuple:
     for s, k in sorted(zip(stacks, kinds), key=lambda sk: sk[1] == KERNEL):
         frames.extend(_frame(line, k, cache) for line in reversed(s))
     comm = next((p for p in others if not _INT.match(p)), None)
-    pid = next((int(p) for p in others if _INT.match(p)), None)
+    ints = [int(p) for p in others if _INT.match(p)]
+    pid = ints[0] if ints else None
+    tid = ints[1] if len(ints) > 1 else None
     task = None
     if comm is not None or pid is not None:
-        task = Task(comm if comm is not None else str(pid), pid, None)
+        task = Task(comm if comm is not None else str(pid), pid, tid)
     return task, tuple(frames)
 
 
@@ -404,8 +410,35 @@ def records(items: Iterable[Entry], opts: ParseOptions, stats: Optional[dict] = 
             task, stack = stack_of(e.keys, cache)
             yield Sample(stack, e.value, unit, task, None, None, "@" + e.name, kind, None,
                          e.lineno)
+        elif (t := thread_time(e)) is not None:
+            yield t
         elif stats is not None:
             stats["bpftrace_scalars"] = stats.get("bpftrace_scalars", 0) + 1
+
+
+_THREAD_MAP = re.compile(r"_by_thread$")
+
+
+def thread_time(e: Entry) -> Optional[ThreadTime]:
+    """A ThreadTime of a map keyed by thread whose name says a unit and on-CPU or run-queue
+    time (offconv record's ``@oncpu_ns_by_thread[comm, pid, tid]``, ``@runq_ns_by_thread``,
+    ``@runq_idle_ns_by_thread[comm, tid]``): the keys' name part is the comm, their last
+    number the tid, the number before it the pid; None for any other map."""
+    if not (_THREAD_MAP.search(e.name) and isinstance(e.value, int) and e.keys):
+        return None
+    unit = name_unit(e.name)
+    if not unit:
+        return None
+    toks = re.split(r"[^a-z0-9]+", e.name.lower())
+    kind = ONCPU if ("oncpu" in toks or "on_cpu" in e.name.lower()) else name_kind(e.name)
+    if kind not in (ONCPU, RUNQ):
+        return None
+    names = [p for p in e.keys if isinstance(p, str) and not _INT.match(p)]
+    ints = [int(p) for p in e.keys if isinstance(p, str) and _INT.match(p)]
+    if len(names) != 1 or not 1 <= len(ints) <= 2 or len(names) + len(ints) != len(e.keys):
+        return None
+    task = Task(names[0], ints[0] if len(ints) == 2 else None, ints[-1])
+    return ThreadTime("@" + e.name, task, e.value, unit, kind, "idle" in toks)
 
 
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),

@@ -3,7 +3,7 @@ latency percentiles, blocked time by cause, top stacks per kind and per process,
 what was dropped. Durations in the unit that reads best; columns aligned."""
 from __future__ import annotations
 
-from typing import TextIO
+from typing import Optional, TextIO
 
 from ..analysis import report_data
 from ..format_types import OutputFormat
@@ -51,15 +51,13 @@ def render(profile, out: TextIO, opts=None) -> None:
         render_histograms(d, out, notes=False)
         render_stacks(d, out, verdict=False)
         return
-    v = d["verdict"]
+    if d.get("source") == "histograms+threads":   # offconv record's bpftrace backend
+        _verdict(d["verdict"], out)
+        render_histograms(d, out, notes=False, verdict=False)
+        render_stacks(d, out, verdict=None)
+        return
+    _verdict(d["verdict"], out)
     w = out.write
-    w(f"Verdict: {v['answer'] or 'none'}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
-    th = v["thresholds"]
-    w(f"  ({scope_text(v)})\n")
-    w(f"  (long = run-queue behind other tasks >= {th['runq_share_long']:.0%} of the workload's "
-      f"(or one program's) wall time, or p99 >= {human_us(th['runq_p99_long_us'])}; blocked >= "
-      f"{th['blocked_share_long']:.0%} or p99 >= {human_us(th['blocked_p99_long_us'])}"
-      f"{'' if v['idle_waits_counted'] else '; idle, timed and child waits excluded'})\n")
     if d["per_process_recording"]:
         w("  NOTE: a `perf record -p` recording: durations need a system-wide recording.\n")
     t = d["totals"]
@@ -140,15 +138,28 @@ def _shape(shapes, out: TextIO) -> None:
             out.write(f"  {name}: {shapes[kind]['text']}\n")
 
 
-def render_histograms(d: dict, out: TextIO, notes: bool = True) -> None:
+def _verdict(v: dict, out: TextIO) -> None:
+    """The verdict of offconv.verdict: answer, reason, scope and thresholds."""
+    w = out.write
+    w(f"Verdict: {v['answer'] or 'none'}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
+    th = v["thresholds"]
+    w(f"  ({scope_text(v)})\n")
+    w(f"  (long = run-queue behind other tasks >= {th['runq_share_long']:.0%} of the workload's "
+      f"(or one program's) wall time, or p99 >= {human_us(th['runq_p99_long_us'])}; blocked >= "
+      f"{th['blocked_share_long']:.0%} or p99 >= {human_us(th['blocked_p99_long_us'])}"
+      f"{'' if v['idle_waits_counted'] else '; idle, timed and child waits excluded'})\n")
+
+
+def render_histograms(d: dict, out: TextIO, notes: bool = True, verdict: bool = True) -> None:
     """The report of a histogram-only input (bpftrace, bcc): the verdict, estimates from
     bucket bounds per kind, the shape, and each histogram with the kind assumed."""
     v = d["verdict"]
     w = out.write
-    w(f"Verdict: {v['answer'] or 'none'}\n  {v['reason']}\n")
-    th = v["thresholds"]
-    w(f"  (long = p99 >= {human_us(th['runq_p99_long_us'])} run queue, >= "
-      f"{human_us(th['blocked_p99_long_us'])} blocked)\n")
+    if verdict:
+        w(f"Verdict: {v['answer'] or 'none'}\n  {v['reason']}\n")
+        th = v["thresholds"]
+        w(f"  (long = p99 >= {human_us(th['runq_p99_long_us'])} run queue, >= "
+          f"{human_us(th['blocked_p99_long_us'])} blocked)\n")
     if d["latency"]:
         w("\nLatency (bucket-resolution estimates: the upper bound of the bucket)\n")
         rows = [["kind", "count", "p50", "p90", "p99", "max", "total"]]
@@ -176,16 +187,17 @@ def render_histograms(d: dict, out: TextIO, notes: bool = True) -> None:
         w(f"\nnote: {msg}\n")
 
 
-def render_stacks(d: dict, out: TextIO, verdict: bool = True) -> None:
-    """The report of a stack-only input (offconv.sample_report): the verdict, what the
-    weights measure, per-thread totals, time by cause, wakers and top stacks."""
+def render_stacks(d: dict, out: TextIO, verdict: Optional[bool] = True) -> None:
+    """The report of a stack-only input (offconv.sample_report): the verdict (False: the
+    stacks' own, after another; None: none), what the weights measure, per-thread totals,
+    time by cause, wakers and top stacks."""
     v, w = d.get("stacks_verdict", d["verdict"]), out.write
     if verdict:
         w(f"Verdict: {v['answer'] or 'none'}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
-    else:
+    elif verdict is False:
         w(f"\nFrom the stacks: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n"
           f"  {v['reason']}\n")
-    if v["workload"] or v["left_out"]:
+    if verdict is not None and (v["workload"] or v["left_out"]):
         work = ", ".join(f"{x['comm']} ({plural(x['threads'], 'thread')})" for x in v["workload"][:6])
         left = left_out_text(v["left_out"])
         w(f"  (workload: {work or 'none'}{'; left out: ' + left if left else ''})\n")
@@ -221,15 +233,27 @@ def render_stacks(d: dict, out: TextIO, verdict: bool = True) -> None:
     _table([["off-CPU", "blocked", "run queue", "(preemption stacks)", "on-CPU"],
             [human_us(t["offcpu_us"]), human_us(t["blocked_us"]), human_us(t["runq_us"]),
              human_us(t["preempted_stacks_us"]), human_us(t["oncpu_us"])]], out)
-    w("  (-: not measured by a stack-only input)\n")
+    if None in (t["offcpu_us"], t["blocked_us"], t["runq_us"], t["oncpu_us"]):
+        w("  (-: not measured by a stack-only input)\n")
     w(f"\nThreads (by off-CPU time{', top %d' % MAX_THREADS if len(d['threads']) > MAX_THREADS else ''})\n")
-    rows = [["thread", "pid", "tid", "time", "latency waits", "preemption", "top cause"]]
-    for r in d["threads"][:MAX_THREADS]:
+    if any(r.get("oncpu_us") is not None for r in d["threads"]):   # per-thread sums too
+        rows = [["thread", "pid", "tid", "on-CPU", "run queue", "blocked", "latency waits",
+                 "top cause"]]
+        for r in d["threads"][:MAX_THREADS]:
+            rows.append([r["comm"], _id(r["pid"]), _id(r["tid"]), human_us(r["oncpu_us"]),
+                         human_us(r["runq_us"]), human_us(r["blocked_us"]),
+                         human_us(r["latency_us"]), next(iter(r["by_cause_us"]), "-")])
+        _table(rows, out)
+        rows = None
+    else:
+        rows = [["thread", "pid", "tid", "time", "latency waits", "preemption", "top cause"]]
+    for r in d["threads"][:MAX_THREADS] if rows is not None else ():
         time_us = next(r[k] for k in ("offcpu_us", "blocked_us", "runq_us") if r[k] is not None)
         top = next(iter(r["by_cause_us"]), "-")
         rows.append([r["comm"], _id(r["pid"]), _id(r["tid"]), human_us(time_us),
                      human_us(r["latency_us"]), human_us(r["preempted_stacks_us"]), top])
-    _table(rows, out)
+    if rows is not None:
+        _table(rows, out)
     if d["causes"]:
         w("\nOff-CPU time by cause (from the kernel frames of each stack)\n")
         rows = [["cause", "time", "share", ""]]
