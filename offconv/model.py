@@ -216,8 +216,9 @@ class Histogram:
 class ThreadTime:
     """One thread's sum of one kind of time, summed in the kernel (offconv record's bpftrace
     backend: ``@oncpu_ns_by_thread[comm, pid, tid]``, ``@runq_ns_by_thread[comm, tid]``).
-    ``kind`` is ONCPU or RUNQ; ``idle`` marks run-queue time that ended at a switch from
-    the idle task (an idle CPU waking up, not a wait behind another task)."""
+    ``kind`` is ONCPU, RUNQ or BLOCKED; ``idle`` marks run-queue time that ended at a switch
+    from the idle task (an idle CPU waking up, not a wait behind another task); ``timer``
+    blocked time whose wake-up ran in a timer's expiry (a timeout, not a release)."""
 
     name: str
     task: Task
@@ -225,6 +226,7 @@ class ThreadTime:
     unit: str
     kind: str
     idle: bool = False
+    timer: bool = False
 
 
 def is_sched_tracepoint(event: str) -> bool:

@@ -482,6 +482,7 @@ def thread_analysis(profile):
     an = Analysis()
     rows: dict = {}
 
+    timer: dict = {}   # tid -> blocked ns ended by a timer
     comms: dict = {}   # tid -> {comm: ns}: a thread's name is the one it had longest (a
     #                    child of a shell queues as `sh`, then runs as what it exec'd)
 
@@ -510,15 +511,50 @@ def thread_analysis(profile):
         tt = get(r.task, ns)
         if r.kind == ONCPU:
             tt.oncpu_ns += ns
+        elif r.kind == BLOCKED:     # (timer: the blocked time itself is the stacks')
+            timer[r.task.tid] = timer.get(r.task.tid, 0) + ns
         else:
             tt.runq_ns += ns
             if r.idle:
                 tt.runq_idle_ns += ns
+    for tid, t_ns in timer.items():
+        if tid in rows:
+            _timed_lock(rows[tid], t_ns)
     for tid in sorted(rows):
         c = comms[tid]
         rows[tid].comm = max(sorted(c), key=lambda k: c[k])
         an.threads[tid] = rows[tid]
     return an
+
+
+# a thread that runs this share of its wall time, and whose futex waits are released by
+# others for at least RELEASED_SHARE of them, is contending even where most of them time out
+TIMED_RUN_SHARE = 0.05
+RELEASED_SHARE = 0.25
+TIMED = ("poll/idle", "timed wait (inferred)")
+
+
+def _timed_lock(tt, timer_ns: int) -> None:
+    """A thread's futex (lock) waits that mostly ended by a timer are timed waits -- a
+    worker's or a daemon's wait for work with a timeout, idle-like -- as on the perf path
+    (causes.WAKER_RULES, per wait there; per thread here: ``timer_ns`` is all of its blocked
+    time ended by a timer, of which what its sleeps and idle waits hold is taken to be
+    theirs). Except a thread that also runs (TIMED_RUN_SHARE of its wall time) and whose
+    lock is released by others for RELEASED_SHARE of its wait: a contended lock whose
+    waiter wakes on a timeout to retry (CPython's GIL waits 5 ms, then asks the holder to
+    drop it): latency, a lock."""
+    lock = sum(ns for c, ns in tt.by_cause.items() if c[0] == "lock")
+    if not lock:
+        return
+    other = sum(ns for c, ns in tt.by_cause.items() if c[0] in ("sleep", "poll/idle"))
+    timed = min(lock, max(0, timer_ns - other))
+    released = lock - timed
+    if timed <= released:
+        return
+    if tt.wall_ns and tt.oncpu_ns >= TIMED_RUN_SHARE * tt.wall_ns and released >= RELEASED_SHARE * lock:
+        return
+    for c in [c for c in tt.by_cause if c[0] == "lock"]:
+        tt.by_cause[TIMED] = tt.by_cause.get(TIMED, 0) + tt.by_cause.pop(c)
 
 
 def _thread_verdict(data: dict, profile, ropts: ReportOptions, hv: dict) -> dict:
@@ -530,11 +566,12 @@ def _thread_verdict(data: dict, profile, ropts: ReportOptions, hv: dict) -> dict
     from .verdict import decide, verdict
     an = thread_analysis(profile)
     d = decide(an, ropts)
-    d = replace(d, runq_p99_us=hv.get("runq_p99_us"), blocked_p99_us=hv.get("blocked_p99_us") or 0,
-                cause_p99_us=None)
+    # the run-queue p99 is the histogram's; the blocked histogram holds every wait, idle
+    # ones too (a daemon's 1 s timeouts): no blocked p99 is said of the workload
+    d = replace(d, runq_p99_us=hv.get("runq_p99_us"), blocked_p99_us=None, cause_p99_us=None)
     v = verdict(an, ropts, d)
-    v["reason"] += (" (in-kernel sums per thread; p99s are bucket estimates over every "
-                    "recorded wait)")
+    v["reason"] += (" (in-kernel sums per thread; the run-queue p99 is a bucket estimate over "
+                    "every recorded wait)")
     v["source"] = "histograms+threads"
     by_tid = {tid: t for tid, t in an.threads.items()}
     # one row a thread (the stacks' rows are per name: a child of a shell blocks as `sh`

@@ -59,7 +59,7 @@ class Decision:
     runq_share: Optional[float]
     blocked_share: float
     runq_p99_us: Optional[int]
-    blocked_p99_us: int
+    blocked_p99_us: Optional[int]          # None: the waits were summed (no durations)
     idle_wakeup_us: int
     cause: Optional[tuple]                 # (cause, label) with the most latency time
     cause_thread: Optional[object]         # the workload thread with most of that cause
@@ -452,7 +452,8 @@ def _explain(d: Decision, ropts: ReportOptions) -> str:
         return (f"blocked {d.blocked_share:.0%} of the workload's wall time, p99 "
                 f"{human_us(d.blocked_p99_us)}; {runq}: record system-wide to decide "
                 "between capacity and on-CPU.")
-    return (f"{runq}; blocked {d.blocked_share:.0%}, p99 {human_us(d.blocked_p99_us)}: the "
+    p99 = "" if d.blocked_p99_us is None else f", p99 {human_us(d.blocked_p99_us)}"
+    return (f"{runq}; blocked {d.blocked_share:.0%}{p99}: the "
             "waits are short; the time is spent on CPU (or idle): profile on-CPU "
             "(perf record -F 99 -g).")
 

@@ -76,7 +76,8 @@ build-id cache), ring buffer (-m) sized for the window, --max-size cap, then
 `perf script` into OUT.
 
 Events (bpftrace backend): the same three tracepoints (plus sched_process_fork
-to follow new tasks), aggregated in the kernel only -- no per-event output; the
+to follow new tasks, and timer:hrtimer_expire_entry/exit to tell a timeout from a
+release), aggregated in the kernel only -- no per-event output; the
 program stops itself with an interval probe. OUT holds:
   @runq_us                       log2 hist: wakeup or preemption -> switch-in (us)
   @blocked_us                    log2 hist: switch-out asleep -> wakeup (us)
@@ -88,6 +89,9 @@ program stops itself with an interval probe. OUT holds:
   @runq_ns_by_thread[comm, tid]  sum of run-queue ns behind another task
   @runq_idle_ns_by_thread[comm, tid]  sum of run-queue ns ended by a switch from
                                  the idle task (an idle CPU waking up)
+  @timer_blocked_us_by_thread[comm, tid]  sum of blocked us whose wakeup ran in a
+                                 timer's expiry (timer:hrtimer_expire_entry/exit):
+                                 a timed wait's timeout, not a release
 The per-thread sums give each thread's shares of its wall time, so offconv's
 verdict is the same rules as on perf's events (p99s: bucket estimates).
 
@@ -560,6 +564,7 @@ bt_program() { # bt_program MODE: the program text; $1 of the program = target p
 //   @oncpu_ns_by_thread[comm, pid, tid]     sum of on-CPU ns (switch-in -> switch-out)
 //   @runq_ns_by_thread[comm, tid]           sum of run-queue ns behind another task
 //   @runq_idle_ns_by_thread[comm, tid]      sum of run-queue ns ended by a switch from idle
+//   @timer_blocked_us_by_thread[comm, tid]  sum of blocked us whose wakeup ran in a timer's expiry
 // A task switched in with no wakeup seen counts as blocked until the switch-in.
 BEGIN
 {
@@ -611,6 +616,9 @@ $mark
 	}
 }
 
+$( [ -e "$tracefs/events/timer/hrtimer_expire_entry" ] && [ -e "$tracefs/events/timer/hrtimer_expire_exit" ] && printf '%s\n' \
+  'tracepoint:timer:hrtimer_expire_entry' '{' '	@intimer[cpu] = 1;' '}' '' \
+  'tracepoint:timer:hrtimer_expire_exit' '{' '	delete(@intimer[cpu]);' '}' '')
 tracepoint:sched:sched_wakeup,
 tracepoint:sched:sched_wakeup_new
 {
@@ -619,6 +627,9 @@ tracepoint:sched:sched_wakeup_new
 	if (\$b != 0) {
 		\$d = (nsecs - \$b) / 1000;
 		@blocked_us = hist(\$d);
+		if (@intimer[cpu]) {
+			@timer_blocked_us_by_thread[${A}comm, \$p] = sum(\$d);
+		}
 		@blocked_us_by_process[${A}comm, @btgid[\$p]] = sum(\$d);
 		@blocked_us_by_stack[@bstack[\$p], ${A}comm, @btgid[\$p], \$p] = sum(\$d);
 		delete(@btime[\$p]);
@@ -642,6 +653,7 @@ END
 	clear(@bstack);
 	clear(@btgid);
 	clear(@ontime);
+	clear(@intimer);
 $( [ "$mode" = pid ] || [ "$mode" = cmd ] && echo "	clear(@mine);" )
 }
 EOF

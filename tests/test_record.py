@@ -121,7 +121,8 @@ def test_help_documents_every_option_and_the_events():
     for ev in ("sched:sched_switch", "sched:sched_wakeup", "sched:sched_wakeup_new",
                "sched:sched_waking", "@runq_us", "@blocked_us", "@blocked_us_by_process[comm, pid]",
                "@blocked_us_by_stack[kstack, comm, pid, tid]", "@oncpu_ns_by_thread[comm, pid, tid]",
-               "@runq_ns_by_thread[comm, tid]", "@runq_idle_ns_by_thread[comm, tid]"):
+               "@runq_ns_by_thread[comm, tid]", "@runq_idle_ns_by_thread[comm, tid]",
+               "@timer_blocked_us_by_thread[comm, tid]", "timer:hrtimer_expire_entry"):
         assert ev in r.stdout, ev
 
 
@@ -359,10 +360,16 @@ def test_bpftrace_recording_has_its_maps(tmp_path, waiter):
     for c in ("oc-waiter", "oc-holder"):
         life = oncpu[c] + runq.get(c, 0) + blocked[c]
         assert 1.2e9 < life < 1.7e9, (c, oncpu, runq, blocked)
+    # the holder's 30 ms sleeps end by their timer, the waiter's lock waits by the holder
+    timer = {c: int(v) for c, v in
+             re.findall(r"^@timer_blocked_us_by_thread\[(oc-\w+), \d+\]: (\d+)$", text, re.M)}
+    assert timer.get("oc-holder", 0) > 0.5 * blocked["oc-holder"] / 1000, (timer, blocked)
+    assert timer.get("oc-waiter", 0) < 0.5 * blocked["oc-waiter"] / 1000, (timer, blocked)
     # helper maps are cleared at the end: only the result maps are printed
     assert set(re.findall(r"^@(\w+)", text, re.M)) <= {
         "runq_us", "blocked_us", "blocked_us_by_process", "blocked_us_by_stack",
-        "oncpu_ns_by_thread", "runq_ns_by_thread", "runq_idle_ns_by_thread"}
+        "oncpu_ns_by_thread", "runq_ns_by_thread", "runq_idle_ns_by_thread",
+        "timer_blocked_us_by_thread"}
 
 
 @needs("bpftrace")

@@ -421,8 +421,9 @@ _THREAD_MAP = re.compile(r"_by_thread$")
 
 def thread_time(e: Entry) -> Optional[ThreadTime]:
     """A ThreadTime of a map keyed by thread whose name says a unit and on-CPU or run-queue
-    time (offconv record's ``@oncpu_ns_by_thread[comm, pid, tid]``, ``@runq_ns_by_thread``,
-    ``@runq_idle_ns_by_thread[comm, tid]``): the keys' name part is the comm, their last
+    time, or blocked time ended by a timer (offconv record's ``@oncpu_ns_by_thread[comm,
+    pid, tid]``, ``@runq_ns_by_thread``, ``@runq_idle_ns_by_thread[comm, tid]``,
+    ``@timer_blocked_us_by_thread``): the keys' name part is the comm, their last
     number the tid, the number before it the pid; None for any other map."""
     if not (_THREAD_MAP.search(e.name) and isinstance(e.value, int) and e.keys):
         return None
@@ -431,14 +432,15 @@ def thread_time(e: Entry) -> Optional[ThreadTime]:
         return None
     toks = re.split(r"[^a-z0-9]+", e.name.lower())
     kind = ONCPU if ("oncpu" in toks or "on_cpu" in e.name.lower()) else name_kind(e.name)
-    if kind not in (ONCPU, RUNQ):
+    timer = "timer" in toks
+    if kind not in (ONCPU, RUNQ) and not (kind == BLOCKED and timer):
         return None
     names = [p for p in e.keys if isinstance(p, str) and not _INT.match(p)]
     ints = [int(p) for p in e.keys if isinstance(p, str) and _INT.match(p)]
     if len(names) != 1 or not 1 <= len(ints) <= 2 or len(names) + len(ints) != len(e.keys):
         return None
     task = Task(names[0], ints[0] if len(ints) == 2 else None, ints[-1])
-    return ThreadTime("@" + e.name, task, e.value, unit, kind, "idle" in toks)
+    return ThreadTime("@" + e.name, task, e.value, unit, kind, "idle" in toks, timer)
 
 
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
