@@ -39,6 +39,13 @@ from .options import ReportOptions
 from .units import human_us, ns_to_us, plural
 
 TRACER = re.compile(r"^(perf|perf-exec|bpftrace|offconv)$")
+# kernel threads bound to one CPU (the number is the CPU; `kworker/u8:2` is unbound): a
+# run-queue wait of theirs says that CPU was busy -- a recorder compiling its program on
+# CPU 0 of an idle machine held kworker/0:1 and migration/0 for 55 ms -- not that the
+# machine lacks cores, and their work is the kernel's, not a workload's
+PERCPU_KTHREAD = re.compile(r"^(kworker/\d+:\d+H?|migration/\d+|ksoftirqd/\d+|cpuhp/\d+|"
+                            r"idle_inject/\d+|watchdog/\d+|rcuc/\d+|irq_work/\d+|"
+                            r"posixcputmr/\d+)(-.*)?$")
 
 
 @dataclass
@@ -132,6 +139,9 @@ def scope(an, ropts: ReportOptions) -> Scope:
                     key=lambda x: str(x.tid)):
         if not an.threads_filtered and TRACER.match(t.comm):
             left.append((t.comm, t.tid, "the recorder itself"))
+        elif not an.threads_filtered and PERCPU_KTHREAD.match(t.comm):
+            left.append((t.comm, t.tid, "a per-CPU kernel thread: bound to its CPU, its waits "
+                                        "say that CPU was busy, not that cores are missing"))
         elif t.wall_ns == 0:
             left.append((t.comm, t.tid, "no time observed (too few events)"))
         elif (an.sched_wakeup_events and not an.per_process and t.woken == 0

@@ -75,6 +75,7 @@ CASES = _unresolved_reports()
 # (the per-process recording's waits all read as timed: no workload thread is left, and the
 # report answers none -- it said on-cpu before an empty workload was made no answer)
 KNOWN_MISSES = {"p_recording": None, "lock_plus_oversub": "capacity", "idle_g": "waiting",
+                "idle_beside_bpftrace": "waiting",   # (an idle machine's daemons, as idle_g)
                 "pipe_sort": "both", "hogs_plus_fsync": "capacity"}
 
 
