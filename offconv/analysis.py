@@ -35,6 +35,15 @@ MAX_GENERATIONS = 16    # creators followed up from a waker (woken_by_child)
 # 4-40 us in the perf sched record fixtures)
 CHILD_EXIT_NS = 10_000_000
 CHILD_PENDING = ("child?", "")   # until resolve_child_waits
+# a lock wait (futex) ended by a thread it created, which then ended: a join (pthread_join's
+# futex on the thread's tid, cleared by the kernel at its exit; Python's join, a lock the
+# thread releases as it ends) -- waiting for a thread's whole life, not for a lock's holder.
+# A thread pool idle for 3 s read "waiting, lock" from its main thread's join (held out).
+THREAD_JOIN = ("child", "thread join")
+JOIN_PENDING = ("lock?", "join")  # pending_child's marker for such a wait
+# a join's wake-up is the thread's last act: it ended 30-91 µs later in the recordings; a
+# lock released 9 ms before its holder was killed with the rest of the process is no join
+JOIN_EXIT_NS = 1_000_000
 # threads that ended between two purges of what they leave in last_in, last_cause and the
 # input's exits (Analysis._purge): a tid is dropped one to two rounds after it ended
 PURGE_EVERY = 4096
@@ -501,6 +510,8 @@ class Analysis:
                     cause = unread
                     if waker is not None and self.woken_by_child(p):
                         pending = cause   # a child's exit? known once the input is read
+            elif cause[0] == "lock" and waker is not None and self.woken_by_child(p):
+                pending = JOIN_PENDING    # a join? known once the waker's exit is read
             cause = self._peer(p, cause)
             if pending is not None:
                 self.pinned.add(tt.tid)
@@ -582,8 +593,12 @@ class Analysis:
         items, self.pending_child = self.pending_child, []
         for tt, wake_ns, waker_tid, waker_comm, d, unknown, alt, state, unread in items:
             end = exits.get(waker_tid)
-            new = (from_events(unread, "child") if end is not None and wake_ns is not None
-                   and abs(end - wake_ns) <= CHILD_EXIT_NS else alt)
+            gap = None if end is None or wake_ns is None else abs(end - wake_ns)
+            joined = gap is not None and gap <= CHILD_EXIT_NS
+            if unread == JOIN_PENDING:
+                new = THREAD_JOIN if gap is not None and gap <= JOIN_EXIT_NS else alt
+            else:
+                new = from_events(unread, "child") if joined else alt
             _recause(tt, CHILD_PENDING, new, d, unknown, waker_comm)
             if self.last_cause.get(tt.tid) == CHILD_PENDING:
                 self.last_cause[tt.tid] = new

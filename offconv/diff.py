@@ -162,8 +162,8 @@ def _pair(b, a) -> dict:
 
 def _side_report(profile: Profile, opts):
     from .analysis import report_data
-    if profile.analysis is None:
-        return None
+    if profile.analysis is None and not profile.thread_times:
+        return None   # (offconv record's bpftrace sums have a report, and a verdict)
     return report_data(profile, opts)
 
 

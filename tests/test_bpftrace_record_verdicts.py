@@ -46,6 +46,10 @@ def report(path: Path) -> dict:
     ("sys_dd_dsync", "waiting", "disk"),
     ("sys_idle", "on-cpu", None),
     ("sys_py_mutex", "waiting", "lock"),
+    ("make_j4", "capacity", None),
+    ("pipe_slow_reader", "waiting", "sleep"),
+    ("pool_idle", "on-cpu", None),
+    ("pinned_fsync_hogs", "both", "disk"),
 ])
 def test_the_answer_written_down_before(name, answer, cause):
     d = report(FIX / f"{name}.txt")
@@ -208,3 +212,22 @@ def test_a_contended_lock_whose_waits_time_out_stays_a_lock():
     for t in workers:
         assert timer[t["tid"]] > 0.5 * t["blocked_us"], (t, timer)   # mostly timed out
         assert next(iter(t["by_cause_us"])) == "lock (futex)", t["by_cause_us"]
+
+
+def test_diff_of_two_bpftrace_recordings_compares_verdicts_and_run_queue_time(tmp_path):
+    """`offconv diff` said "no verdict (no sched events)" of two bpftrace recordings: their
+    per-thread sums give each side its verdict and totals, so a CI gate on run-queue time
+    works (1 hog -> 4 hogs on 2 CPUs: run queue 1.66 ms -> 8 s)."""
+    out = tmp_path / "d.json"
+    r = CliRunner().invoke(app, ["diff", str(FIX / "hog1.txt"), str(FIX / "hogs4_on_2cpus.txt"),
+                                 "--fail-on", "runq", "--fail-above", "50", "--to", "json",
+                                 "-o", str(out)])
+    assert r.exit_code == 1, r.output
+    d = json.loads(out.read_text())
+    assert d["verdict"] == "before: on-cpu; after: capacity"
+    rq = d["totals"]["runq"]
+    assert rq["before"] < 10_000 and rq["after"] > 7_000_000, rq
+    r = CliRunner().invoke(app, ["diff", str(FIX / "hogs4_on_2cpus.txt"), str(FIX / "hog1.txt"),
+                                 "--fail-on", "runq", "--fail-above", "50", "--to", "json",
+                                 "-o", str(out)])
+    assert r.exit_code == 0, r.output   # it shrank

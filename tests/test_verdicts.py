@@ -363,3 +363,22 @@ def test_per_cpu_kernel_threads_are_not_the_workload(reports):
     assert left["kworker/0:1"].startswith("a per-CPU kernel thread"), left.get("kworker/0:1")
     assert left["migration/0"].startswith("a per-CPU kernel thread")
     assert v["answer"] == "on-cpu" and not v["runq_long"], v["reason"]
+
+
+def test_a_join_is_a_wait_for_a_thread_not_a_lock(reports):
+    """The main thread of an idle thread pool waited 3 s in join(): a futex wait ended by a
+    worker it created, which then ended. That is waiting for the thread's life (a child
+    wait), not for a lock's holder; it read "waiting, lock" (pool_join, held out)."""
+    from offconv.analysis import THREAD_JOIN
+    name = "pool_join"
+    d = reports.setdefault(name, _report(name))
+    v = d["verdict"]
+    assert v["answer"] == "on-cpu", v["reason"]
+    an = pipeline.load([str(VERDICT / name / f"{name}.perf-script.txt.gz")], Options()).analysis
+    main = an.threads[3219]
+    assert main.by_cause.get(THREAD_JOIN, 0) > 2_900_000_000, main.by_cause
+    assert not any(c[0] == "lock" and ns > 1_000_000 for c, ns in main.by_cause.items())
+    # the workers' own short lock waits (the GIL at their end) stay lock waits: their
+    # wakers (each other, the main thread) did not end right after
+    w = an.threads[3229]
+    assert w.by_cause.get(("lock", "futex"), 0) > 0 and THREAD_JOIN not in w.by_cause
