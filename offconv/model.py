@@ -227,6 +227,7 @@ class ThreadTime:
     kind: str
     idle: bool = False
     timer: bool = False
+    count: Optional[int] = None     # the waits summed (a stats() map), where known
 
 
 def is_sched_tracepoint(event: str) -> bool:

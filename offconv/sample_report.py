@@ -46,6 +46,7 @@ What such an input can measure, and what it cannot:
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from .causes import _INFRA, IDLE_CAUSES, Classifier
 from .model import (KERNEL, MARKER, OFFCPU, ONCPU, RUNQ, SAMPLES, STATE, THREAD, TIME_UNITS,
@@ -482,7 +483,7 @@ def thread_analysis(profile):
     an = Analysis()
     rows: dict = {}
 
-    timer: dict = {}   # tid -> blocked ns ended by a timer
+    timer: dict = {}   # tid -> (blocked ns ended by a timer, how many waits or None)
     comms: dict = {}   # tid -> {comm: ns}: a thread's name is the one it had longest (a
     #                    child of a shell queues as `sh`, then runs as what it exec'd)
 
@@ -512,14 +513,16 @@ def thread_analysis(profile):
         if r.kind == ONCPU:
             tt.oncpu_ns += ns
         elif r.kind == BLOCKED:     # (timer: the blocked time itself is the stacks')
-            timer[r.task.tid] = timer.get(r.task.tid, 0) + ns
+            t_ns, t_n = timer.get(r.task.tid, (0, 0))
+            timer[r.task.tid] = (t_ns + ns, None if t_n is None or r.count is None
+                                 else t_n + r.count)
         else:
             tt.runq_ns += ns
             if r.idle:
                 tt.runq_idle_ns += ns
-    for tid, t_ns in timer.items():
+    for tid, (t_ns, t_n) in timer.items():
         if tid in rows:
-            _timed_lock(rows[tid], t_ns)
+            _timed_lock(rows[tid], t_ns, t_n)
     for tid in sorted(rows):
         c = comms[tid]
         rows[tid].comm = max(sorted(c), key=lambda k: c[k])
@@ -531,10 +534,13 @@ def thread_analysis(profile):
 # others for at least RELEASED_SHARE of them, is contending even where most of them time out
 TIMED_RUN_SHARE = 0.05
 RELEASED_SHARE = 0.25
+# ... and whose waits ended by a timer are short on average (where the map counts them): a
+# retry's timeout (the GIL's 5 ms), not a worker's wait for work (50 ms, 1 s)
+RETRY_MAX_NS = 10_000_000
 TIMED = ("poll/idle", "timed wait (inferred)")
 
 
-def _timed_lock(tt, timer_ns: int) -> None:
+def _timed_lock(tt, timer_ns: int, timer_n: Optional[int] = None) -> None:
     """A thread's futex (lock) waits that mostly ended by a timer are timed waits -- a
     worker's or a daemon's wait for work with a timeout, idle-like -- as on the perf path
     (causes.WAKER_RULES, per wait there; per thread here: ``timer_ns`` is all of its blocked
@@ -542,7 +548,8 @@ def _timed_lock(tt, timer_ns: int) -> None:
     theirs). Except a thread that also runs (TIMED_RUN_SHARE of its wall time) and whose
     lock is released by others for RELEASED_SHARE of its wait: a contended lock whose
     waiter wakes on a timeout to retry (CPython's GIL waits 5 ms, then asks the holder to
-    drop it): latency, a lock."""
+    drop it), its timeouts short (RETRY_MAX_NS on average, where ``timer_n`` counts them):
+    latency, a lock."""
     lock = sum(ns for c, ns in tt.by_cause.items() if c[0] == "lock")
     if not lock:
         return
@@ -551,7 +558,9 @@ def _timed_lock(tt, timer_ns: int) -> None:
     released = lock - timed
     if timed <= released:
         return
-    if tt.wall_ns and tt.oncpu_ns >= TIMED_RUN_SHARE * tt.wall_ns and released >= RELEASED_SHARE * lock:
+    short = not timer_n or timer_ns / timer_n < RETRY_MAX_NS
+    if (tt.wall_ns and tt.oncpu_ns >= TIMED_RUN_SHARE * tt.wall_ns
+            and released >= RELEASED_SHARE * lock and short):
         return
     for c in [c for c in tt.by_cause if c[0] == "lock"]:
         tt.by_cause[TIMED] = tt.by_cause.get(TIMED, 0) + tt.by_cause.pop(c)

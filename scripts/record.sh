@@ -89,7 +89,8 @@ program stops itself with an interval probe. OUT holds:
   @runq_ns_by_thread[comm, tid]  sum of run-queue ns behind another task
   @runq_idle_ns_by_thread[comm, tid]  sum of run-queue ns ended by a switch from
                                  the idle task (an idle CPU waking up)
-  @timer_blocked_us_by_thread[comm, tid]  sum of blocked us whose wakeup ran in a
+  @timer_blocked_us_by_thread[comm, tid]  count, average and total of blocked us
+                                 (stats()) whose wakeup ran in a
                                  timer's expiry (timer:hrtimer_expire_entry/exit):
                                  a timed wait's timeout, not a release
 The per-thread sums give each thread's shares of its wall time, so offconv's
@@ -564,7 +565,7 @@ bt_program() { # bt_program MODE: the program text; $1 of the program = target p
 //   @oncpu_ns_by_thread[comm, pid, tid]     sum of on-CPU ns (switch-in -> switch-out)
 //   @runq_ns_by_thread[comm, tid]           sum of run-queue ns behind another task
 //   @runq_idle_ns_by_thread[comm, tid]      sum of run-queue ns ended by a switch from idle
-//   @timer_blocked_us_by_thread[comm, tid]  sum of blocked us whose wakeup ran in a timer's expiry
+//   @timer_blocked_us_by_thread[comm, tid]  stats (count, average, total) of blocked us whose wakeup ran in a timer's expiry
 // A task switched in with no wakeup seen counts as blocked until the switch-in.
 BEGIN
 {
@@ -628,7 +629,7 @@ tracepoint:sched:sched_wakeup_new
 		\$d = (nsecs - \$b) / 1000;
 		@blocked_us = hist(\$d);
 		if (@intimer[cpu]) {
-			@timer_blocked_us_by_thread[${A}comm, \$p] = sum(\$d);
+			@timer_blocked_us_by_thread[${A}comm, \$p] = stats(\$d);
 		}
 		@blocked_us_by_process[${A}comm, @btgid[\$p]] = sum(\$d);
 		@blocked_us_by_stack[@bstack[\$p], ${A}comm, @btgid[\$p], \$p] = sum(\$d);

@@ -361,8 +361,8 @@ def test_bpftrace_recording_has_its_maps(tmp_path, waiter):
         life = oncpu[c] + runq.get(c, 0) + blocked[c]
         assert 1.2e9 < life < 1.7e9, (c, oncpu, runq, blocked)
     # the holder's 30 ms sleeps end by their timer, the waiter's lock waits by the holder
-    timer = {c: int(v) for c, v in
-             re.findall(r"^@timer_blocked_us_by_thread\[(oc-\w+), \d+\]: (\d+)$", text, re.M)}
+    timer = {c: int(v) for c, v in re.findall(
+        r"^@timer_blocked_us_by_thread\[(oc-\w+), \d+\]: count \d+, average \d+, total (\d+)$", text, re.M)}
     assert timer.get("oc-holder", 0) > 0.5 * blocked["oc-holder"] / 1000, (timer, blocked)
     assert timer.get("oc-waiter", 0) < 0.5 * blocked["oc-waiter"] / 1000, (timer, blocked)
     # helper maps are cleared at the end: only the result maps are printed

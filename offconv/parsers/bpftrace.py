@@ -425,7 +425,10 @@ def thread_time(e: Entry) -> Optional[ThreadTime]:
     pid, tid]``, ``@runq_ns_by_thread``, ``@runq_idle_ns_by_thread[comm, tid]``,
     ``@timer_blocked_us_by_thread``): the keys' name part is the comm, their last
     number the tid, the number before it the pid; None for any other map."""
-    if not (_THREAD_MAP.search(e.name) and isinstance(e.value, int) and e.keys):
+    value, count = e.value, None
+    if isinstance(value, dict) and "total" in value:   # stats(): count, average, total
+        value, count = value["total"], value["count"]
+    if not (_THREAD_MAP.search(e.name) and isinstance(value, int) and e.keys):
         return None
     unit = name_unit(e.name)
     if not unit:
@@ -440,7 +443,7 @@ def thread_time(e: Entry) -> Optional[ThreadTime]:
     if len(names) != 1 or not 1 <= len(ints) <= 2 or len(names) + len(ints) != len(e.keys):
         return None
     task = Task(names[0], ints[0] if len(ints) == 2 else None, ints[-1])
-    return ThreadTime("@" + e.name, task, e.value, unit, kind, "idle" in toks, timer)
+    return ThreadTime("@" + e.name, task, value, unit, kind, "idle" in toks, timer, count)
 
 
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
