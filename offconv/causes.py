@@ -115,6 +115,11 @@ RULES = (
     ("child", "wait", r"^(do_wait|kernel_wait4?|__do_sys_wait4|__x64_sys_wait4|kernel_waitid)$"),
     ("child", "vfork", r"^(kernel_clone|_do_fork|__do_sys_vfork|__do_sys_clone3?)$"),
     ("disk", "fsync", r"fsync|sync_file|blkdev_issue_flush|jbd2"),
+    # sync(2)/syncfs(2): waiting for the flusher's writeback of every dirty inode (a `sync`
+    # loop read "other blocked waits": wb_wait_for_completion under ksys_sync; held out)
+    ("disk", "sync", r"^(ksys_sync|__x64_sys_sync|__x64_sys_syncfs|__arm64_sys_sync\w*|"
+     r"sync_filesystem|sync_inodes_sb|sync_inodes_one_sb|wb_wait_for_completion|"
+     r"__writeback_inodes_sb_nr|writeback_inodes_sb\w*)$"),
     ("disk", "io", r"io_schedule|^blk_|^bio_|submit_bio|folio_wait|wait_on_page|__lock_page|"
      r"wait_on_buffer|^__?lock_buffer|nvme|^filemap_|^ext4_|^xfs_|^btrfs_"),
     ("network", "socket", r"^(sk_|sock_|tcp_|inet_|udp_|unix_|__skb_|skb_recv|__sys_recv|"

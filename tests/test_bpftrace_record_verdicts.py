@@ -51,6 +51,7 @@ def report(path: Path) -> dict:
     ("pipe_slow_reader", "waiting", "sleep"),
     ("pool_idle", "on-cpu", None),
     ("pinned_fsync_hogs", "both", "disk"),
+    ("sync_loop_dirty", "waiting", "disk"),
 ])
 def test_the_answer_written_down_before(name, answer, cause):
     d = report(FIX / f"{name}.txt")
@@ -259,3 +260,19 @@ def test_timeouts_are_a_retry_only_when_short(tmp_path, average_us, stays_lock):
     for t in workers:
         top = next(iter(t["by_cause_us"]))
         assert (top == "lock (futex)") == stays_lock, t["by_cause_us"]
+
+
+def test_sync_waits_are_disk_waits():
+    from offconv.causes import classify
+    from offconv.model import KERNEL, Frame
+
+    def stack(*names):
+        return tuple(Frame(n, "", KERNEL) for n in names)
+    sync = stack("entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_sync", "ksys_sync",
+                 "__iterate_supers", "sync_inodes_one_sb", "sync_inodes_sb",
+                 "wb_wait_for_completion", "schedule", "__schedule")
+    assert classify(sync) == ("disk", "sync")
+    # the rule is the leaf-most informative frame's: a page wait under sync is io
+    wb = stack("ksys_sync", "__filemap_fdatawait_range", "folio_wait_writeback", "io_schedule",
+               "schedule")
+    assert classify(wb) == ("disk", "io")
