@@ -40,6 +40,9 @@ CHILD_PENDING = ("child?", "")   # until resolve_child_waits
 # thread releases as it ends) -- waiting for a thread's whole life, not for a lock's holder.
 # A thread pool idle for 3 s read "waiting, lock" from its main thread's join (held out).
 THREAD_JOIN = ("child", "thread join")
+# futex waits that mostly ended by a timer, decided per thread (finish; and from in-kernel
+# sums, sample_report._timed_lock): waits for work with a timeout, not a lock
+TIMED_INFERRED = ("poll/idle", "timed wait (inferred)")
 JOIN_PENDING = ("lock?", "join")  # pending_child's marker for such a wait
 # a join's wake-up is the thread's last act: it ended 30-91 µs later in the recordings; a
 # lock released 9 ms before its holder was killed with the rest of the process is no join
@@ -711,7 +714,7 @@ class Analysis:
             if ns is None:
                 continue
             timed = waking or tt.timed_lock_ns > tt.woken_lock_ns
-            new = ("poll/idle", "timed wait (inferred)") if timed else ("lock", "futex")
+            new = TIMED_INFERRED if timed else ("lock", "futex")
             tt.by_cause[new] = tt.by_cause.get(new, 0) + ns
             # move the durations with them
             arr = tt.cause_durations.pop("lock?", None)

@@ -537,7 +537,6 @@ RELEASED_SHARE = 0.25
 # ... and whose waits ended by a timer are short on average (where the map counts them): a
 # retry's timeout (the GIL's 5 ms), not a worker's wait for work (50 ms, 1 s)
 RETRY_MAX_NS = 10_000_000
-TIMED = ("poll/idle", "timed wait (inferred)")
 
 
 def _timed_lock(tt, timer_ns: int, timer_n: Optional[int] = None) -> None:
@@ -550,6 +549,7 @@ def _timed_lock(tt, timer_ns: int, timer_n: Optional[int] = None) -> None:
     waiter wakes on a timeout to retry (CPython's GIL waits 5 ms, then asks the holder to
     drop it), its timeouts short (RETRY_MAX_NS on average, where ``timer_n`` counts them):
     latency, a lock."""
+    from .analysis import TIMED_INFERRED
     lock = sum(ns for c, ns in tt.by_cause.items() if c[0] == "lock")
     if not lock:
         return
@@ -563,7 +563,7 @@ def _timed_lock(tt, timer_ns: int, timer_n: Optional[int] = None) -> None:
             and released >= RELEASED_SHARE * lock and short):
         return
     for c in [c for c in tt.by_cause if c[0] == "lock"]:
-        tt.by_cause[TIMED] = tt.by_cause.get(TIMED, 0) + tt.by_cause.pop(c)
+        tt.by_cause[TIMED_INFERRED] = tt.by_cause.get(TIMED_INFERRED, 0) + tt.by_cause.pop(c)
 
 
 def _thread_verdict(data: dict, profile, ropts: ReportOptions, hv: dict) -> dict:
