@@ -112,6 +112,11 @@ RULES = (
     ("poll/idle", "pipe", r"^((anon_|fifo_)?pipe_(read|write)|pipe_wait\w*)$"),
     ("poll/idle", "signal", r"^(do_sigtimedwait|sigsuspend|__x64_sys_pause|__do_sys_pause|"
      r"n_tty_read|inotify_read|eventfd_read)$"),
+    # a listener blocked in accept waits for clients to come, as epoll_wait does for
+    # events: waiting for work (a server's 3 s accept was named as a "network wait" beside
+    # its clients' slow replies; held out). A client's connect or recv stays network.
+    ("poll/idle", "accept", r"^(inet_csk_accept|do_accept|__sys_accept4?|__x64_sys_accept4?|"
+     r"__arm64_sys_accept4?|unix_accept)$"),
     ("child", "wait", r"^(do_wait|kernel_wait4?|__do_sys_wait4|__x64_sys_wait4|kernel_waitid)$"),
     ("child", "vfork", r"^(kernel_clone|_do_fork|__do_sys_vfork|__do_sys_clone3?)$"),
     ("disk", "fsync", r"fsync|sync_file|blkdev_issue_flush|jbd2"),

@@ -52,6 +52,7 @@ def report(path: Path) -> dict:
     ("pool_idle", "on-cpu", None),
     ("pinned_fsync_hogs", "both", "disk"),
     ("sync_loop_dirty", "waiting", "disk"),
+    ("slow_server_threads", "waiting", "network"),
 ])
 def test_the_answer_written_down_before(name, answer, cause):
     d = report(FIX / f"{name}.txt")

@@ -382,3 +382,19 @@ def test_a_join_is_a_wait_for_a_thread_not_a_lock(reports):
     # wakers (each other, the main thread) did not end right after
     w = an.threads[3229]
     assert w.by_cause.get(("lock", "futex"), 0) > 0 and THREAD_JOIN not in w.by_cause
+
+
+def test_a_listener_in_accept_waits_for_work_not_for_the_network(reports):
+    """The server's acceptor waited 3 s in accept() for its 4 clients: waiting for clients,
+    as in epoll_wait, not a network wait; the clients' recv of the slow replies is. The
+    verdict named the acceptor (p99 3.01 s); it names a client (slow_server_threads)."""
+    from offconv.causes import classify
+    from offconv.model import KERNEL, Frame
+    acc = tuple(Frame(n, "", KERNEL) for n in (
+        "do_syscall_64", "__x64_sys_accept4", "__sys_accept4", "do_accept", "inet_accept",
+        "inet_csk_accept", "schedule_timeout", "schedule"))
+    assert classify(acc) == ("poll/idle", "accept")
+    name = "slow_server_threads"
+    d = reports.setdefault(name, _report(name))
+    c = d["verdict"]["cause"]
+    assert c["cause"] == "network" and c["p99_us"] < 1_500_000, c
