@@ -757,7 +757,9 @@ class Analysis:
         if stats.get("per_process"):   # (its warning names some of them)
             self.seen_tids.update(t for t in stats.get("threads", {}) if t)
         self.resolve_child_waits(stats.get("exits", {}))
-        if stats.get("command"):   # (verdict.command_tree)
+        if stats.get("command") or self.recorder_filtered:
+            # (verdict.command_tree; and verdict.scope: a thread the workload created is
+            # no switch partner in a recording filtered to it)
             if self.parents:
                 self.parents.update(stats.get("parents", {}))
             else:   # the input's own map, not a copy of it (a thread each)

@@ -34,6 +34,7 @@ from typing import Optional
 
 from .causes import (IDLE_CAUSES, INTERRUPT_WAKER_NAME, KTHREAD_COMM, NO_CHAIN, QUEUED_WAKER, TIMER_WAKER_NAME, UNREAD, UNREAD_ANY, UNRESOLVED,
                      UNRESOLVED_ANY)
+from .analysis import MAX_GENERATIONS
 from .latency import Runs, percentile
 from .options import ReportOptions
 from .units import human_us, ns_to_us, plural
@@ -159,8 +160,22 @@ def scope(an, ropts: ReportOptions) -> Scope:
         # (a kernel thread can be woken unseen -- ksoftirqd raised from an interrupt -- in an
         # unfiltered recording too: only a user thread shows a filter)
         # the recording was filtered in the kernel: threads seen only in passing are the
-        # workload's switch partners, not the workload
-        rare = [t for t in kept if t.switches <= 8 and t.wall_ns >= 500_000_000]
+        # workload's switch partners, not the workload -- but for those a workload thread
+        # created during the window (sched_wakeup_new): a client thread making one slow
+        # request switches 4 times in 1.5 s, and is the workload (held out)
+        kept_ids = {t.tid for t in kept}
+
+        def created(t) -> bool:
+            tid = t.tid
+            for _ in range(MAX_GENERATIONS):
+                tid = an.parents.get(tid)
+                if tid is None:
+                    return False
+                if tid in kept_ids:
+                    return True
+            return False
+        rare = [t for t in kept if t.switches <= 8 and t.wall_ns >= 500_000_000
+                and not created(t)]
         for t in rare:
             left.append((t.comm, t.tid, "rarely seen in a filtered recording: a switch partner "
                                         f"({plural(t.switches, 'switch', 'switches')})"))
@@ -169,7 +184,8 @@ def scope(an, ropts: ReportOptions) -> Scope:
         # waits end with no wake-up seen is a partner, its "blocked" time the gaps between
         # its sightings (held out: `record -p` of a CPU hog said `both`, blaming a daemon's
         # futex waits seen only when it took the hog's CPU)
-        unseen = [t for t in kept if t not in rare and t.no_wakeup >= 2 and t.no_wakeup > t.woken]
+        unseen = [t for t in kept if t not in rare and t.no_wakeup >= 2 and t.no_wakeup > t.woken
+                  and not created(t)]
         for t in unseen:
             left.append((t.comm, t.tid, "a switch partner in a filtered recording (most of its "
                                         "waits end with no wake-up seen)"))

@@ -398,3 +398,18 @@ def test_a_listener_in_accept_waits_for_work_not_for_the_network(reports):
     d = reports.setdefault(name, _report(name))
     c = d["verdict"]["cause"]
     assert c["cause"] == "network" and c["p99_us"] < 1_500_000, c
+
+
+def test_a_thread_the_workload_created_is_no_switch_partner(reports):
+    """In a recording filtered to its target, a client thread that makes one slow request
+    switches 4 times in 1.5 s: seen rarely, it was left out as a switch partner, though the
+    workload created it during the window (sched_wakeup_new); 3 of 4 clients were
+    (slow_server_one_request). The creators are kept for filtered recordings, and a thread
+    the workload created is the workload."""
+    name = "slow_server_one_request"
+    d = reports.setdefault(name, _report(name))
+    v = d["verdict"]
+    assert not any(x["comm"] == "python" for x in v["left_out"]), v["left_out"]
+    (w,) = v["workload"]
+    assert w["comm"] == "python" and len(w["tids"]) == 10, w
+    assert v["answer"] == "waiting" and v["cause"]["cause"] == "network", v["reason"]
