@@ -3,10 +3,14 @@ path it replaces (parse_blocks into Sums.add_records): the same sums in the same
 same event-filter state, the same stats and the same errors -- on every perf script fixture
 and on random inputs that mix what makes sum_blocks leave its fast path (sched events,
 comments, odd leaf lines, dsos with parentheses or '+0x', runs of blank lines, padded
-headers), cut into block lists at random places, with flushes forced often."""
+headers), cut into block lists at random places, with flushes forced often. Every test
+runs twice: with sum_blocks' per-event loop in C (offconv._speedups, which the test
+install builds) and with the Python loop (OFFCONV_SPEEDUPS=0)."""
 from __future__ import annotations
 
 from pathlib import Path
+
+import os
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -36,6 +40,25 @@ def perf_script_files():
 
 
 FILES = perf_script_files()
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def loop(request):
+    """sum_blocks with its loop in C, then in Python. The C module must be built: pip
+    install of the checkout compiles it (g++'s gcc, installed by .ci/run)."""
+    if request.param == "c":
+        try:
+            import offconv._speedups  # noqa: F401
+        except ImportError as e:
+            pytest.fail(f"offconv._speedups is not built ({e}): pip install -e . with a C compiler")
+    old = os.environ.get("OFFCONV_SPEEDUPS")
+    os.environ["OFFCONV_SPEEDUPS"] = "1" if request.param == "c" else "0"
+    assert (perf_script._count_blocks() is not None) == (request.param == "c")
+    yield request.param
+    if old is None:
+        del os.environ["OFFCONV_SPEEDUPS"]
+    else:
+        os.environ["OFFCONV_SPEEDUPS"] = old
 
 
 def lists_of(text: str, cuts=()) -> list:
@@ -131,7 +154,8 @@ def test_fixtures_cover_the_fast_path():
 
 SYMS = ["main", "foo+0x1a", "bar+0x0", "baz+0x", "std::f<int (int)>::operator()+0x9",
         "[unknown]", "(anonymous namespace)::g+0x4", "q+0x1F", "a->b+0x3", "sym;x+0x2",
-        "_ZN4core3fmt5write17h0123456789abcdefE+0x10", "+0x12", "w\"q'+0x1"]
+        "_ZN4core3fmt5write17h0123456789abcdefE+0x10", "+0x12", "w\"q'+0x1", "caf\u00e9+0x1",
+        "g+0x1a)", "h+0xzz", "k+0x1 (x"]
 DSOS = ["([kernel.kallsyms])", "(/usr/lib/libc.so.6)", "([unknown])", "(/memfd:x (deleted))",
         "(/tmp/perf-42.map)", "(/a+0x1)", "(/a+0x1 (b))", "", "([JIT app cache])"]
 ADDRS = ["ffffffff8101", "7f00", "0", "zz", "1234abcd"]
@@ -143,13 +167,13 @@ def frame_line(draw):
     addr = draw(st.sampled_from(ADDRS))
     sym = draw(st.sampled_from(SYMS))
     dso = draw(st.sampled_from(DSOS))
-    trail = draw(st.sampled_from(["", "", " "]))
+    trail = draw(st.sampled_from(["", "", " ", "\x0b", "\x1c", "\u00a0"]))
     return f"{indent}{addr} {sym} {dso}".rstrip(" ") + trail
 
 
 @st.composite
 def event(draw):
-    comm = draw(st.sampled_from(["java", "sh", "a b", "sched-w", "kworker/0:1"]))
+    comm = draw(st.sampled_from(["java", "sh", "a b", "sched-w", "kworker/0:1", "\u00e9t\u00e9"]))
     tid = draw(st.sampled_from(["1", "2", "10/11", "10/12"]))
     cpu = draw(st.sampled_from(["[000] ", "[001] ", ""]))
     t = draw(st.integers(0, 999))
@@ -209,7 +233,7 @@ def one_line_text(draw):
     return "".join(out)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(text=one_line_text(), cuts=st.lists(st.integers(0, 6), max_size=2),
        opts=st.sampled_from(OPTS), raw=st.sampled_from([1, 1 << 17]), streaming=st.booleans())
 # found by hypothesis: an indented line after a lost-events line that follows a malformed
@@ -259,7 +283,7 @@ def perf_text(draw):
     return "".join(e + s for e, s in zip(events, seps)).lstrip("\n")
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(text=perf_text(), cuts=st.lists(st.integers(0, 12), max_size=3),
        opts=st.sampled_from(OPTS), raw=st.sampled_from([1, 2, 1 << 17]), streaming=st.booleans(),
        budget=st.sampled_from([1, 40, 32 << 20]), leaves=st.sampled_from([1, 2, 1 << 14]))
@@ -277,6 +301,7 @@ def leaf_key_calls(leaves: list, monkeypatch) -> int:
     """How many leaf lines sum_blocks keyed (cache misses) over one event per leaf name in
     ``leaves``, with a leaf cache of two; its sums must be the records'."""
     monkeypatch.setattr(perf_script, "_LEAF_CACHE", 2)
+    monkeypatch.setenv("OFFCONV_SPEEDUPS", "0")  # the cache is the Python loop's
     text = "".join(f"a 1 [000] {i}.0: 1 cycles:\n\tff {leaf}+0x1 (b)\n\t1 main (b)\n\n"
                    for i, leaf in enumerate(leaves, 1))
     records, summed = both(lists_of(text), ParseOptions(), "x.txt")
@@ -300,7 +325,7 @@ def test_leaf_cache_starts_again_when_it_paid(monkeypatch):
     assert leaf_key_calls(["a"] * 10 + ["b"] + ["c"] * 10 + ["d", "a"], monkeypatch) == 5
 
 
-def test_a_full_callchain_cache_is_not_parsed_twice(monkeypatch):
+def test_a_full_callchain_cache_is_not_parsed_twice(monkeypatch, loop):
     """When the callers' cache is full it starts again, after the keys waiting for its
     entries are summed: each distinct callchain is parsed once per fill, never again by
     the resolution of keys that were counted before the clear (on the javac text, 34k
@@ -320,7 +345,10 @@ def test_a_full_callchain_cache_is_not_parsed_twice(monkeypatch):
     monkeypatch.setattr(perf_script, "_body_stack", body_stack)
     perf_script.sum_blocks(iter(lists_of(events, ())), "x.txt", ParseOptions(), {},
                            Sums(ParseOptions()))
-    assert len(calls) == len(set(calls)) == 399  # every callchain differs: one parse each
+    # every callchain differs: one parse each (the C loop builds those whose frame lines
+    # are all known without Python's _body_stack)
+    assert len(calls) == len(set(calls)) and (len(calls) == 399 if loop == "python"
+                                              else 0 < len(calls) < 399), len(calls)
 
 
 def test_leaf_key_leaves_out_address_and_offset_only():
@@ -428,3 +456,32 @@ def folded_text(draw):
 def test_folded_random_same_as_records(text, opts):
     records, summed = folded_both(text, opts)
     assert summed == records
+
+
+def test_c_loop_counts_most_samples(loop):
+    """The C loop is what counts on-CPU samples (the comparisons above compare it): over
+    three copies of a recorded perf script (the suite's vert.x stacks), Python parses the
+    first sample of each new header and callchain into the caches, and the C loop counts
+    every sample of the second and third copies."""
+    if loop != "c":
+        pytest.skip("the C loop")
+    text = (FIX / "flamegraph-test" / "perf-vertx-stacks-01.txt").read_text()
+    text = "\n".join(ln for ln in text.split("\n") if not ln.startswith("#")).strip("\n")
+    events = text.count("\n\n") + 1
+    counted = []
+    real = perf_script._count_blocks()
+
+    def spy(*a):
+        stop, n, budget = real(*a)
+        counted.append(n)
+        return stop, n, budget
+
+    opts = ParseOptions()
+    old = perf_script._count_blocks
+    perf_script._count_blocks = lambda: spy
+    try:
+        perf_script.sum_blocks(iter(lists_of("\n\n".join([text] * 3) + "\n")), "x.txt", opts,
+                               {}, Sums(opts))
+    finally:
+        perf_script._count_blocks = old
+    assert events == 286 and 2 * events <= sum(counted) < 3 * events, sum(counted)

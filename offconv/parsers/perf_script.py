@@ -25,6 +25,7 @@ for byte), except where it is known to be wrong (see ``clean_name``).
 """
 from __future__ import annotations
 
+import os
 import re
 from itertools import chain
 from typing import Iterable, Iterator, Optional
@@ -865,9 +866,20 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
 
     slow = fast = 0
     lists = iter(lists)
+    count_blocks = _count_blocks()
     for base, pieces in lists:
         ci, cl = 0, base   # a piece's index and the number of its first line
-        for i, block in enumerate(pieces):
+        i = -1
+        npieces = len(pieces)
+        while True:
+            i += 1
+            if count_blocks is not None:  # the loop below in C, up to a block it leaves
+                i, counted, budget = count_blocks(pieces, i, heads, stacks, raw, frames, names,
+                                                  budget, _LINE_CACHE)
+                fast += counted
+            if i >= npieces:
+                break
+            block = pieces[i]
             header, _, body = block.partition("\n")
             if header[:1] == " " or body and body[:1] != "\t" and body[:1] != " ":
                 # one-line events: counted here but for the runs of lines that are not
@@ -953,6 +965,19 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
         if streaming or len(raw) > _RAW:
             flush()
     flush()
+
+
+def _count_blocks():
+    """offconv._speedups.count_blocks, the loop of sum_blocks over plain on-CPU samples in
+    C, or None: not built (no C compiler when offconv was installed), or turned off with
+    OFFCONV_SPEEDUPS=0 (the tests run both ways)."""
+    if os.environ.get("OFFCONV_SPEEDUPS", "1") == "0":
+        return None
+    try:
+        from offconv._speedups import count_blocks
+    except ImportError:
+        return None
+    return count_blocks
 
 
 # characters of callers' text sum_blocks keeps as cache keys (a collapse keeps more than

@@ -1,0 +1,385 @@
+/* offconv._speedups: the per-event loop of perf_script.sum_blocks in C (optional).
+ *
+ * count_blocks(pieces, i, heads, stacks, raw, frames, names, budget, line_cache)
+ *     -> (stop, counted, budget)
+ *
+ * Counts plain on-CPU samples with tab-indented callchains, pieces[i], pieces[i+1], ...,
+ * into ``raw`` exactly as sum_blocks' Python loop does: under the key
+ *   (heads[(header[:ts.start()], header[ts.end():])], _leaf_key(leaf), callers)
+ * where ts is the first match of ` \d+\.\d+: ` (a header without one is its own key)
+ * and stops at the first block it does not take whole: a block that is not ASCII, whose
+ * header is not a plain sample's (empty, starting with a space, a tab or '#', naming
+ * "sched", not yet in ``heads``), whose body does not
+ * start with a tab, whose leaf line is blank, or whose callers' text is not yet in
+ * ``stacks`` and whose frame lines are not all in ``frames`` or ``names`` (body_stack),
+ * or when ``budget`` (characters of callers' text ``stacks`` may still take) is spent.
+ * Python handles that block (it fills the caches) and calls again after it.
+ * Returns the index of that block (len(pieces) at the end) and the number of events
+ * counted. The keys are the same Python objects' values that the Python loop builds, so
+ * the sums and their first-seen order are the same with or without this module
+ * (tests/test_sum_blocks.py runs every case both ways).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+static PyObject *empty; /* "" */
+
+static inline int
+is_digit(Py_UCS1 c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static inline int
+is_hex(Py_UCS1 c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* str.strip()'s whitespace among ASCII characters */
+static inline int
+is_space(Py_UCS1 c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* The leftmost match of the regex " (\d+)\.(\d+): " in s[0:n] (ASCII: \d is [0-9]; each
+ * \d+ is followed by a non-digit, so a start has one match or none): its start, and its
+ * end in *end; -1 when there is none. */
+static Py_ssize_t
+ts_search(const Py_UCS1 *s, Py_ssize_t n, Py_ssize_t *end)
+{
+    const Py_UCS1 *p = s, *stop = s + n;
+    while (p < stop) {
+        p = memchr(p, ' ', stop - p);
+        if (p == NULL)
+            return -1;
+        const Py_UCS1 *q = p + 1;
+        if (q < stop && is_digit(*q)) {
+            while (q < stop && is_digit(*q))
+                q++;
+            if (q < stop && *q == '.' && q + 1 < stop && is_digit(q[1])) {
+                q++;
+                while (q < stop && is_digit(*q))
+                    q++;
+                if (q + 1 < stop && q[0] == ':' && q[1] == ' ') {
+                    *end = (q + 2) - s;
+                    return p - s;
+                }
+            }
+        }
+        p++;
+    }
+    return -1;
+}
+
+/* The leaf key of s[a:b] (a tab-indented frame line, sum_blocks' _leaf_key): a new
+ * reference, or NULL with *skip = 1 (a blank line: Python takes the block) or an error. */
+static PyObject *
+leaf_key(PyObject *block, const Py_UCS1 *s, Py_ssize_t a, Py_ssize_t b, int *skip)
+{
+    while (a < b && is_space(s[a]))
+        a++;
+    while (b > a && is_space(s[b - 1]))
+        b--;
+    if (a == b) {
+        *skip = 1;
+        return NULL;
+    }
+    /* rest = s.partition(" ")[2] */
+    const Py_UCS1 *sp = memchr(s + a, ' ', b - a);
+    Py_ssize_t r = sp ? (sp - s) + 1 : b;
+    /* k = rest.rfind("+0x") */
+    Py_ssize_t k = -1;
+    for (Py_ssize_t j = b - 3; j >= r; j--) {
+        if (s[j] == '+' && s[j + 1] == '0' && s[j + 2] == 'x') {
+            k = j;
+            break;
+        }
+    }
+    if (k >= 0) {
+        /* _offset_key: hex digits after "+0x", then " (dso)" ending the line, with no
+         * other '(' and its first ')' last */
+        Py_ssize_t t = k + 3;
+        while (t < b && is_hex(s[t]))
+            t++;
+        if (t > k + 3 && b - t >= 2 && s[t] == ' ' && s[t + 1] == '(' && s[b - 1] == ')') {
+            int ok = 1;
+            for (Py_ssize_t j = t + 2; j < b - 1; j++) {
+                if (s[j] == '(' || s[j] == ')') {
+                    ok = 0;
+                    break;
+                }
+            }
+            if (ok) {
+                PyObject *sym = PyUnicode_Substring(block, r, k);
+                if (sym == NULL)
+                    return NULL;
+                PyObject *tail = PyUnicode_Substring(block, t, b);
+                if (tail == NULL) {
+                    Py_DECREF(sym);
+                    return NULL;
+                }
+                PyObject *key = PyTuple_Pack(2, sym, tail);
+                Py_DECREF(sym);
+                Py_DECREF(tail);
+                return key;
+            }
+        }
+    }
+    return PyUnicode_Substring(block, r, b);
+}
+
+/* _body_stack of s[a:b] (a callchain's frame lines, leaf first) -> its root-first frames,
+ * from the caches alone: each line is in ``frames``, or starts with a tab and the text
+ * after its address (the second word of the stripped line) is in ``names`` (the line is
+ * then added to ``frames`` while it holds fewer than line_cache). A new reference, or NULL
+ * with *skip = 1 when a line is in neither (Python parses it: _body_stack), or an error. */
+static PyObject *
+body_stack(PyObject *block, const Py_UCS1 *s, Py_ssize_t a, Py_ssize_t b, PyObject *frames,
+           PyObject *names, Py_ssize_t line_cache, int *skip)
+{
+    PyObject *groups = PyList_New(0);
+    if (groups == NULL)
+        return NULL;
+    Py_ssize_t total = 0;
+    Py_ssize_t p = a;
+    for (;;) {
+        const Py_UCS1 *nl = memchr(s + p, '\n', b - p);
+        Py_ssize_t e = nl ? nl - s : b;
+        PyObject *line = PyUnicode_Substring(block, p, e);
+        if (line == NULL)
+            goto error;
+        PyObject *g = PyDict_GetItemWithError(frames, line);
+        if (g == NULL) {
+            if (PyErr_Occurred()) {
+                Py_DECREF(line);
+                goto error;
+            }
+            Py_ssize_t x = p, y = e;
+            if (x == y || s[x] != '\t') {
+                Py_DECREF(line);
+                goto skip;
+            }
+            while (x < y && is_space(s[x]))
+                x++;
+            while (y > x && is_space(s[y - 1]))
+                y--;
+            const Py_UCS1 *sp = x < y ? memchr(s + x, ' ', y - x) : NULL;
+            PyObject *key = sp ? PyUnicode_Substring(block, (sp - s) + 1, y)
+                               : (Py_INCREF(empty), empty);
+            if (x == y || key == NULL) {
+                Py_DECREF(line);
+                Py_XDECREF(key);
+                if (x == y)
+                    goto skip;
+                goto error;
+            }
+            g = PyDict_GetItemWithError(names, key);
+            Py_DECREF(key);
+            if (g == NULL) {
+                Py_DECREF(line);
+                if (PyErr_Occurred())
+                    goto error;
+                goto skip;
+            }
+            if (PyDict_GET_SIZE(frames) < line_cache && PyDict_SetItem(frames, line, g) < 0) {
+                Py_DECREF(line);
+                goto error;
+            }
+        }
+        Py_DECREF(line);
+        if (!PyTuple_CheckExact(g))
+            goto skip;
+        total += PyTuple_GET_SIZE(g);
+        if (PyList_Append(groups, g) < 0)
+            goto error;
+        if (nl == NULL)
+            break;
+        p = e + 1;
+    }
+    PyObject *out = PyTuple_New(total);
+    if (out == NULL)
+        goto error;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t j = PyList_GET_SIZE(groups) - 1; j >= 0; j--) {
+        PyObject *g = PyList_GET_ITEM(groups, j);
+        for (Py_ssize_t m = 0; m < PyTuple_GET_SIZE(g); m++) {
+            PyObject *f = PyTuple_GET_ITEM(g, m);
+            Py_INCREF(f);
+            PyTuple_SET_ITEM(out, k++, f);
+        }
+    }
+    Py_DECREF(groups);
+    return out;
+skip:
+    *skip = 1;
+error:
+    Py_DECREF(groups);
+    return NULL;
+}
+
+static PyObject *
+count_blocks(PyObject *self, PyObject *args)
+{
+    PyObject *pieces, *heads, *stacks, *raw, *frames, *names;
+    Py_ssize_t i, counted = 0, budget, line_cache;
+    if (!PyArg_ParseTuple(args, "O!nO!O!O!O!O!nn", &PyList_Type, &pieces, &i, &PyDict_Type,
+                          &heads, &PyDict_Type, &stacks, &PyDict_Type, &raw, &PyDict_Type,
+                          &frames, &PyDict_Type, &names, &budget, &line_cache))
+        return NULL;
+    if (i < 0)
+        i = 0;
+    /* the last header's entry: its block, its text before and after the timestamp */
+    const Py_UCS1 *last = NULL;
+    Py_ssize_t last_ts = 0, last_te = 0, last_hlen = 0;
+    PyObject *last_e = NULL; /* borrowed from heads, which this call does not change */
+    PyObject *one = PyLong_FromLong(1);
+    if (one == NULL)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(pieces);
+    for (; i < n; i++) {
+        PyObject *block = PyList_GET_ITEM(pieces, i);
+        if (!PyUnicode_CheckExact(block) || !PyUnicode_IS_ASCII(block))
+            break;
+        const Py_UCS1 *s = PyUnicode_1BYTE_DATA(block);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(block);
+        const Py_UCS1 *nl = memchr(s, '\n', len);
+        Py_ssize_t hlen = nl ? nl - s : len;
+        Py_ssize_t body = nl ? hlen + 1 : len;
+        if (hlen == 0 || s[0] == ' ' || s[0] == '\t' || s[0] == '#')
+            break;
+        if (body < len && s[body] != '\t')
+            break;
+        if (memmem(s, hlen, "sched", 5) != NULL)
+            break;
+        /* without a timestamp (older perfs), the header is its own key */
+        Py_ssize_t te = hlen, ts = ts_search(s, hlen, &te);
+        if (ts < 0)
+            ts = hlen;
+        PyObject *e;
+        if (last != NULL && ts == last_ts && hlen - te == last_hlen - last_te
+            && memcmp(s, last, ts) == 0 && memcmp(s + te, last + last_te, hlen - te) == 0) {
+            e = last_e;
+        }
+        else {
+            PyObject *hk = ts == hlen ? PyUnicode_Substring(block, 0, hlen)
+                                      : Py_BuildValue("(NN)", PyUnicode_Substring(block, 0, ts),
+                                                      PyUnicode_Substring(block, te, hlen));
+            if (hk == NULL)
+                goto error;
+            e = PyDict_GetItemWithError(heads, hk);
+            Py_DECREF(hk);
+            if (e == NULL) {
+                if (PyErr_Occurred())
+                    goto error;
+                break;
+            }
+            last = s;
+            last_ts = ts;
+            last_te = te;
+            last_hlen = hlen;
+            last_e = e;
+        }
+        PyObject *key;
+        if (body >= len) {
+            key = Py_BuildValue("(OOO)", e, Py_None, empty);
+        }
+        else {
+            const Py_UCS1 *nl2 = memchr(s + body, '\n', len - body);
+            Py_ssize_t leaf_end = nl2 ? nl2 - s : len;
+            Py_ssize_t callers = nl2 ? leaf_end + 1 : len;
+            int skip = 0;
+            PyObject *lk = leaf_key(block, s, body, leaf_end, &skip);
+            if (lk == NULL) {
+                if (skip)
+                    break;
+                goto error;
+            }
+            PyObject *cs = PyUnicode_Substring(block, callers, len);
+            if (cs == NULL) {
+                Py_DECREF(lk);
+                goto error;
+            }
+            if (callers < len) {
+                int has = PyDict_Contains(stacks, cs);
+                if (has < 0) {
+                    Py_DECREF(lk);
+                    Py_DECREF(cs);
+                    goto error;
+                }
+                if (!has) {
+                    /* a new callchain: its frames from the caches, unless the cache of
+                     * callchains is full (Python empties it, after a flush) */
+                    PyObject *st = NULL;
+                    skip = budget <= 0;
+                    if (!skip)
+                        st = body_stack(block, s, callers, len, frames, names, line_cache, &skip);
+                    if (st == NULL || PyDict_SetItem(stacks, cs, st) < 0) {
+                        Py_XDECREF(st);
+                        Py_DECREF(lk);
+                        Py_DECREF(cs);
+                        if (skip)
+                            break;
+                        goto error;
+                    }
+                    Py_DECREF(st);
+                    budget -= len - callers;
+                }
+            }
+            key = PyTuple_Pack(3, e, lk, cs);
+            Py_DECREF(lk);
+            Py_DECREF(cs);
+        }
+        if (key == NULL)
+            goto error;
+        PyObject *had = PyDict_GetItemWithError(raw, key);
+        int bad;
+        if (had == NULL) {
+            if (PyErr_Occurred()) {
+                Py_DECREF(key);
+                goto error;
+            }
+            bad = PyDict_SetItem(raw, key, one);
+        }
+        else {
+            PyObject *more = PyNumber_Add(had, one);
+            bad = more == NULL ? -1 : PyDict_SetItem(raw, key, more);
+            Py_XDECREF(more);
+        }
+        Py_DECREF(key);
+        if (bad < 0)
+            goto error;
+        counted++;
+    }
+    Py_DECREF(one);
+    return Py_BuildValue("nnn", i, counted, budget);
+error:
+    Py_DECREF(one);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"count_blocks", count_blocks, METH_VARARGS,
+     "count_blocks(pieces, i, heads, stacks, raw, frames, names, budget, line_cache) -> "
+     "(stop, counted, budget): sum_blocks' loop over "
+     "plain on-CPU samples, from pieces[i] to the first block it does not take."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "offconv._speedups",
+    "The per-event loop of perf_script.sum_blocks in C (optional; the Python loop is the "
+    "reference).",
+    -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    empty = PyUnicode_New(0, 0);
+    if (empty == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}
