@@ -360,11 +360,138 @@ error:
     return NULL;
 }
 
+/* Calls fn(arg) and checks that it returned a tuple: a new reference, or NULL. */
+static PyObject *
+call_for_tuple(PyObject *fn, PyObject *arg)
+{
+    PyObject *r = PyObject_CallOneArg(fn, arg);
+    if (r != NULL && !PyTuple_CheckExact(r)) {
+        PyErr_SetString(PyExc_TypeError, "offconv._speedups.flush: a callback gave no tuple");
+        Py_CLEAR(r);
+    }
+    return r;
+}
+
+/* flush(raw, entries, accepts, leaves, leaf_frames, stacks, callers_frames, counts)
+ * sum_blocks' flush: for each (e, leaf key, callers) -> n of ``raw``, in its order, whose
+ * entry (thread frame, period, event) = entries[e] is counted (accepts(e), asked once per
+ * entry in this order), counts[(thread frame,) + callers' frames + leaf's frames] grows by
+ * n * period; the frames come from ``stacks`` and ``leaves``, or from the callbacks
+ * callers_frames(callers) and leaf_frames(leaf key) when they are not there. */
+static PyObject *
+flush(PyObject *self, PyObject *args)
+{
+    PyObject *raw, *entries, *accepts, *leaves, *leaf_frames, *stacks, *callers_frames, *counts;
+    if (!PyArg_ParseTuple(args, "O!O!OO!OO!OO!", &PyDict_Type, &raw, &PyList_Type, &entries,
+                          &accepts, &PyDict_Type, &leaves, &leaf_frames, &PyDict_Type, &stacks,
+                          &callers_frames, &PyDict_Type, &counts))
+        return NULL;
+    Py_ssize_t nent = PyList_GET_SIZE(entries);
+    signed char *ok = PyMem_Calloc(nent > 0 ? nent : 1, 1); /* 0 unknown, 1 yes, -1 no */
+    if (ok == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t pos = 0;
+    PyObject *rk, *rn;
+    while (PyDict_Next(raw, &pos, &rk, &rn)) {
+        if (!PyTuple_CheckExact(rk) || PyTuple_GET_SIZE(rk) != 3)
+            goto bad;
+        PyObject *eo = PyTuple_GET_ITEM(rk, 0), *lk = PyTuple_GET_ITEM(rk, 1),
+                 *callers = PyTuple_GET_ITEM(rk, 2);
+        Py_ssize_t e = PyLong_AsSsize_t(eo);
+        if (e == -1 && PyErr_Occurred())
+            goto error;
+        if (e < 0 || e >= nent)
+            goto bad;
+        PyObject *entry = PyList_GET_ITEM(entries, e);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3)
+            goto bad;
+        if (ok[e] == 0) {
+            PyObject *r = PyObject_CallOneArg(accepts, eo);
+            if (r == NULL)
+                goto error;
+            int t = PyObject_IsTrue(r);
+            Py_DECREF(r);
+            if (t < 0)
+                goto error;
+            ok[e] = t ? 1 : -1;
+        }
+        if (ok[e] < 0)
+            continue;
+        PyObject *g = NULL, *cs = NULL; /* new references */
+        if (lk != Py_None) {
+            g = PyDict_GetItemWithError(leaves, lk);
+            if (g != NULL && PyTuple_CheckExact(g))
+                Py_INCREF(g);
+            else if (PyErr_Occurred() || (g = call_for_tuple(leaf_frames, lk)) == NULL)
+                goto error;
+            if (PyUnicode_GET_LENGTH(callers) > 0) {
+                cs = PyDict_GetItemWithError(stacks, callers);
+                if (cs != NULL && PyTuple_CheckExact(cs))
+                    Py_INCREF(cs);
+                else if (PyErr_Occurred() || (cs = call_for_tuple(callers_frames, callers)) == NULL) {
+                    Py_DECREF(g);
+                    goto error;
+                }
+            }
+        }
+        Py_ssize_t ng = g ? PyTuple_GET_SIZE(g) : 0, nc = cs ? PyTuple_GET_SIZE(cs) : 0;
+        PyObject *key = PyTuple_New(1 + nc + ng);
+        if (key == NULL) {
+            Py_XDECREF(g);
+            Py_XDECREF(cs);
+            goto error;
+        }
+        PyObject *tf = PyTuple_GET_ITEM(entry, 0);
+        Py_INCREF(tf);
+        PyTuple_SET_ITEM(key, 0, tf);
+        for (Py_ssize_t j = 0; j < nc; j++) {
+            PyObject *f = PyTuple_GET_ITEM(cs, j);
+            Py_INCREF(f);
+            PyTuple_SET_ITEM(key, 1 + j, f);
+        }
+        for (Py_ssize_t j = 0; j < ng; j++) {
+            PyObject *f = PyTuple_GET_ITEM(g, j);
+            Py_INCREF(f);
+            PyTuple_SET_ITEM(key, 1 + nc + j, f);
+        }
+        Py_XDECREF(g);
+        Py_XDECREF(cs);
+        PyObject *w = PyNumber_Multiply(rn, PyTuple_GET_ITEM(entry, 1));
+        if (w == NULL) {
+            Py_DECREF(key);
+            goto error;
+        }
+        Py_ssize_t m = PyDict_GET_SIZE(counts);
+        PyObject *had = PyDict_SetDefault(counts, key, w); /* borrowed */
+        int bad = had == NULL;
+        if (!bad && PyDict_GET_SIZE(counts) == m) {
+            PyObject *sum = PyNumber_Add(had, w);
+            bad = sum == NULL || PyDict_SetItem(counts, key, sum) < 0;
+            Py_XDECREF(sum);
+        }
+        Py_DECREF(w);
+        Py_DECREF(key);
+        if (bad)
+            goto error;
+    }
+    PyMem_Free(ok);
+    PyDict_Clear(raw);
+    Py_RETURN_NONE;
+bad:
+    PyErr_SetString(PyExc_TypeError, "offconv._speedups.flush: not sum_blocks' raw keys");
+error:
+    PyMem_Free(ok);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"count_blocks", count_blocks, METH_VARARGS,
      "count_blocks(pieces, i, heads, stacks, raw, frames, names, budget, line_cache) -> "
      "(stop, counted, budget): sum_blocks' loop over "
      "plain on-CPU samples, from pieces[i] to the first block it does not take."},
+    {"flush", flush, METH_VARARGS,
+     "flush(raw, entries, accepts, leaves, leaf_frames, stacks, callers_frames, counts): "
+     "sum_blocks' flush of its raw counts into (thread frame + stack) sums."},
     {NULL, NULL, 0, NULL},
 };
 

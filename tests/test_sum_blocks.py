@@ -53,7 +53,7 @@ def loop(request):
             pytest.fail(f"offconv._speedups is not built ({e}): pip install -e . with a C compiler")
     old = os.environ.get("OFFCONV_SPEEDUPS")
     os.environ["OFFCONV_SPEEDUPS"] = "1" if request.param == "c" else "0"
-    assert (perf_script._count_blocks() is not None) == (request.param == "c")
+    assert (perf_script._speedups()[0] is not None) == (request.param == "c")
     yield request.param
     if old is None:
         del os.environ["OFFCONV_SPEEDUPS"]
@@ -469,7 +469,7 @@ def test_c_loop_counts_most_samples(loop):
     text = "\n".join(ln for ln in text.split("\n") if not ln.startswith("#")).strip("\n")
     events = text.count("\n\n") + 1
     counted = []
-    real = perf_script._count_blocks()
+    real, real_flush = perf_script._speedups()
 
     def spy(*a):
         stop, n, budget = real(*a)
@@ -477,11 +477,11 @@ def test_c_loop_counts_most_samples(loop):
         return stop, n, budget
 
     opts = ParseOptions()
-    old = perf_script._count_blocks
-    perf_script._count_blocks = lambda: spy
+    old = perf_script._speedups
+    perf_script._speedups = lambda: (spy, real_flush)
     try:
         perf_script.sum_blocks(iter(lists_of("\n\n".join([text] * 3) + "\n")), "x.txt", opts,
                                {}, Sums(opts))
     finally:
-        perf_script._count_blocks = old
+        perf_script._speedups = old
     assert events == 286 and 2 * events <= sum(counted) < 3 * events, sum(counted)

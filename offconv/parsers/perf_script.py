@@ -787,8 +787,26 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     ts_search = _TS.search
     counts = sums.counts
     add = counts.setdefault
+    count_blocks, c_flush = _speedups()
+
+    def accepts(e: int) -> bool:
+        tf, period, event = entries[e]
+        return sums.accepts(event, period, SAMPLES, ONCPU)
+
+    def leaf_frames(lk) -> tuple:
+        line = "0 " + (lk if lk.__class__ is str else f"{lk[0]}+0x0{lk[1]}")
+        g = parse_frame(line, False, demangle)
+        if len(leaves) < _LINE_CACHE:
+            leaves[lk] = g
+        return g
+
+    def callers_frames(callers: str) -> tuple:
+        return _body_stack(callers, False, frames, demangle, names)
 
     def flush():
+        if c_flush is not None:  # the loop below in C
+            c_flush(raw, entries, accepts, leaves, leaf_frames, stacks, callers_frames, counts)
+            return
         accepted: dict = {}  # entry -> counted (Sums.accepts, asked in input order)
         for (e, lk, callers), n in raw.items():
             tf, period, event = entries[e]
@@ -802,10 +820,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
             else:
                 g = leaves.get(lk)
                 if g is None:
-                    line = "0 " + (lk if lk.__class__ is str else f"{lk[0]}+0x0{lk[1]}")
-                    g = parse_frame(line, False, demangle)
-                    if len(leaves) < _LINE_CACHE:
-                        leaves[lk] = g
+                    g = leaf_frames(lk)
                 if callers:
                     cs = stacks.get(callers)
                     if cs is None:
@@ -866,7 +881,6 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
 
     slow = fast = 0
     lists = iter(lists)
-    count_blocks = _count_blocks()
     for base, pieces in lists:
         ci, cl = 0, base   # a piece's index and the number of its first line
         i = -1
@@ -967,17 +981,17 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     flush()
 
 
-def _count_blocks():
-    """offconv._speedups.count_blocks, the loop of sum_blocks over plain on-CPU samples in
-    C, or None: not built (no C compiler when offconv was installed), or turned off with
+def _speedups() -> tuple:
+    """offconv._speedups' count_blocks and flush, sum_blocks' loops in C, or (None, None):
+    not built (no C compiler when offconv was installed), or turned off with
     OFFCONV_SPEEDUPS=0 (the tests run both ways)."""
     if os.environ.get("OFFCONV_SPEEDUPS", "1") == "0":
-        return None
+        return None, None
     try:
-        from offconv._speedups import count_blocks
+        from offconv._speedups import count_blocks, flush
     except ImportError:
-        return None
-    return count_blocks
+        return None, None
+    return count_blocks, flush
 
 
 # characters of callers' text sum_blocks keeps as cache keys (a collapse keeps more than
