@@ -459,7 +459,13 @@ class Analysis:
     # the input being read's tid -> creator so far (sched_wakeup_new), for the waits
     # that only their waker explains (woken_by_child)
     live_parents: dict = field(default_factory=dict, repr=False)
-    pending_child: list = field(default_factory=list, repr=False)  # resolve_child_waits
+    # resolve_child_waits: the waits to be decided by their waker's exit, in input order
+    # (a number -> the wait); a join candidate leaves it as soon as its waker is seen
+    # running past JOIN_EXIT_NS after the wake-up (_settle_joins)
+    pending_child: dict = field(default_factory=dict, repr=False)
+    _pending_n: int = 0
+    _joins_by_waker: dict = field(default_factory=dict, repr=False)  # waker tid -> [number]
+    _pending_of: dict = field(default_factory=dict, repr=False)      # waiter tid -> its waits there
     unread: list = field(default_factory=list, repr=False)   # this input's UNREAD waits
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
     wakeup_events: int = 0
@@ -497,6 +503,8 @@ class Analysis:
         tt = self.thread(p.task)
         tt.periods += 1
         self.n_periods += 1
+        if self._joins_by_waker and p.task.tid in self._joins_by_waker:
+            self._settle_joins(p.task.tid, p.start_ns if p.end_ns is None else p.end_ns)
         cause = None
         if p.blocked:
             waker = p.waker
@@ -518,11 +526,16 @@ class Analysis:
             cause = self._peer(p, cause)
             if pending is not None:
                 self.pinned.add(tt.tid)
-                self.pending_child.append((tt, p.woke_ns, waker.tid, waker.comm,
-                                           p.blocked_ns if blocked else 0, p.unknown_ns, cause,
-                                           p.state, pending))
+                n = self._pending_n = self._pending_n + 1
+                self.pending_child[n] = (tt, p.woke_ns, waker.tid, waker.comm,
+                                         p.blocked_ns if blocked else 0, p.unknown_ns, cause,
+                                         p.state, pending)
+                self._pending_of[tt.tid] = self._pending_of.get(tt.tid, 0) + 1
+                if pending == JOIN_PENDING:
+                    self._joins_by_waker.setdefault(waker.tid, []).append(n)
                 cause = CHILD_PENDING
-            elif cause in UNREAD and waker is not None and blocked and p.state == "S":
+            elif (cause in UNREAD and waker is not None and blocked and p.state == "S"
+                  and p.blocked_ns >= TIMED_MIN_NS):  # (_resolve_timed_waits reads no other)
                 self.pinned.add(tt.tid)
                 self.unread.append((tt, p.blocked_ns, waker.tid, waker.comm, p.unknown_ns, cause))
             if waker is None and cause[0] == "lock":
@@ -593,7 +606,9 @@ class Analysis:
         created: a child's exit when that task ended within CHILD_EXIT_NS of the wake-up
         (a wait4 ended by the exit notification; a join), else what they were without that
         rule. Runs at the end of each input, with its tid -> end times."""
-        items, self.pending_child = self.pending_child, []
+        items, self.pending_child = self.pending_child.values(), {}
+        self._joins_by_waker.clear()
+        self._pending_of.clear()
         for tt, wake_ns, waker_tid, waker_comm, d, unknown, alt, state, unread in items:
             end = exits.get(waker_tid)
             gap = None if end is None or wake_ns is None else abs(end - wake_ns)
@@ -605,9 +620,40 @@ class Analysis:
             _recause(tt, CHILD_PENDING, new, d, unknown, waker_comm)
             if self.last_cause.get(tt.tid) == CHILD_PENDING:
                 self.last_cause[tt.tid] = new
-            if new in UNREAD and d and state == "S":
+            if new in UNREAD and d >= TIMED_MIN_NS and state == "S":
                 self.unread.append((tt, d, waker_tid, waker_comm, unknown, new))
         self._resolve_timed_waits()
+
+    def _settle_joins(self, tid, alive_ns) -> None:
+        """Thread ``tid`` was running at ``alive_ns``: the join candidates it woke more
+        than JOIN_EXIT_NS before are no joins (it ended after alive_ns, if at all), so
+        they are their lock waits now, as resolve_child_waits would decide at the end of
+        the input. A pool its creator waits on, many times a second, would otherwise hold
+        every such wait to the end (each also removed from a durations array then: time
+        quadratic in them). Only the decision moves earlier: a lock's cause and a join's
+        read the same to the waits these threads end later (causes.refine reads a
+        waker's last cause only for poll/idle), and the thread's last cause is set only
+        when this was its last wait still pending."""
+        pending = self.pending_child
+        keep = []
+        for n in self._joins_by_waker[tid]:
+            tt, wake_ns, _, waker_comm, d, unknown, alt, _, _ = pending[n]
+            if wake_ns is not None and alive_ns - wake_ns <= JOIN_EXIT_NS:
+                keep.append(n)
+                continue
+            del pending[n]
+            _recause(tt, CHILD_PENDING, alt, d, unknown, waker_comm)
+            left = self._pending_of[tt.tid] - 1
+            if left:
+                self._pending_of[tt.tid] = left
+            else:
+                del self._pending_of[tt.tid]
+                if self.last_cause.get(tt.tid) == CHILD_PENDING:
+                    self.last_cause[tt.tid] = alt
+        if keep:
+            self._joins_by_waker[tid] = keep
+        else:
+            del self._joins_by_waker[tid]
 
     def _resolve_timed_waits(self) -> None:
         """Waits with no call chain that are a timer's: a thread's interruptible waits
@@ -676,7 +722,7 @@ class Analysis:
         wakeup recorded out of order.)"""
         old, self._dead_old, self._dead = self._dead_old, self._dead, []
         if self.pending_child:
-            held = held | {item[2] for item in self.pending_child}
+            held = held | {item[2] for item in self.pending_child.values()}
         last_in, last_cause, exits = self.last_in, self.last_cause, self.live_exits
         for tid in old:
             if tid in held:

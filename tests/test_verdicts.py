@@ -413,3 +413,68 @@ def test_a_thread_the_workload_created_is_no_switch_partner(reports):
     (w,) = v["workload"]
     assert w["comm"] == "python" and len(w["tids"]) == 10, w
     assert v["answer"] == "waiting" and v["cause"]["cause"] == "network", v["reason"]
+
+
+_FUTEX_WAIT = ("__schedule+0x628", "schedule+0x23", "futex_do_wait+0x46", "__futex_wait+0x8a",
+               "futex_wait+0x9a", "do_futex+0xfd", "__x64_sys_futex+0x12d",
+               "do_syscall_64+0x71", "entry_SYSCALL_64_after_hwframe+0x76")
+_FUTEX_WAKE = ("try_to_wake_up+0x5e3", "wake_up_q+0x33", "futex_wake+0x199", "do_futex+0x183",
+               "__x64_sys_futex+0x12d", "do_syscall_64+0x71", "entry_SYSCALL_64_after_hwframe+0x76")
+_EXIT = ("__schedule+0x628", "do_task_dead+0x47", "do_exit+0x767")
+
+
+def _handoff_trace(rounds: int, period_us: int = 2000) -> str:
+    """perf script text of a main thread (tid 100) that creates a worker (101) and hands
+    it ``rounds`` jobs, one at a time, each a futex wait the worker ends (the shape of
+    /tmp/join18's handoff.py, 136k handoffs in 10 s, made small); then the worker ends
+    and its last wake-up, right before its exit, is the main thread's join."""
+    def ev(tid, t_us, what, stack):
+        frames = "".join(f"\tffffffff81000000 {f} ([kernel.kallsyms])\n" for f in stack)
+        return f"py {tid:5d} [000] {t_us // 1_000_000:5d}.{t_us % 1_000_000:06d}: {what}\n{frames}\n"
+
+    def switch(t, prev, state, nxt, stack):
+        return ev(prev, t, f"sched:sched_switch: prev_comm=py prev_pid={prev} prev_prio=120 "
+                           f"prev_state={state} ==> next_comm=py next_pid={nxt} next_prio=120",
+                  stack)
+
+    def wake(t, waker, tid, new=False):
+        kind = "sched_wakeup_new" if new else "sched_wakeup"
+        return ev(waker, t, f"sched:{kind}: comm=py pid={tid} prio=120 target_cpu=000",
+                  _FUTEX_WAKE)
+
+    t = 1_000_000_000
+    out = [wake(t, 100, 101, new=True)]
+    for _ in range(rounds):
+        out += [switch(t + 10, 100, "S", 101, _FUTEX_WAIT),  # the main thread waits...
+                wake(t + 50, 101, 100),                        # ...the worker ends its wait
+                switch(t + 60, 101, "S", 100, _FUTEX_WAIT),   # and waits for the next job
+                wake(t + 100, 100, 101)]
+        t += period_us
+    out += [switch(t + 10, 100, "S", 101, _FUTEX_WAIT), wake(t + 50, 101, 100),
+            switch(t + 80, 101, "X", 100, _EXIT)]             # the join: it ends 30 us later
+    return "".join(out)
+
+
+def test_join_candidates_are_not_held_to_the_end(tmp_path, monkeypatch):
+    """A pool that wakes the thread that created it many times a second: each wake-up is
+    a join candidate until its waker is seen running past JOIN_EXIT_NS after it, not
+    until the end of the input (held there, 136k handoffs in 10 s kept every one, and
+    their resolution removed each from a durations array: quadratic). The answer is the
+    same: every handoff a lock wait, the last wait, ended as the worker ends, a join."""
+    from offconv.analysis import THREAD_JOIN, Analysis
+    path = tmp_path / "handoff.perf-script.txt"
+    path.write_text(_handoff_trace(3000))
+    most = [0]
+    real = Analysis.add_period
+
+    def add_period(self, *a, **kw):
+        most[0] = max(most[0], len(self.pending_child))
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(Analysis, "add_period", add_period)
+    an = pipeline.load([str(path)], Options()).analysis
+    main = an.threads[100]
+    assert main.by_cause.get(THREAD_JOIN) == 40_000, main.by_cause  # switched out to woken
+    assert main.by_cause.get(("lock", "futex")) == 3000 * 40_000, main.by_cause
+    assert sorted(main.cause_durations) == ["child", "lock"], main.cause_durations
+    assert most[0] <= 3, most[0]
