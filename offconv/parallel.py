@@ -31,6 +31,7 @@ import select
 import signal
 import time
 from dataclasses import replace
+from itertools import islice
 from typing import Optional
 
 from . import gcpause
@@ -298,7 +299,8 @@ class FollowSplit:
             return
         try:
             if self._naming is not None:
-                self.stack_names = _name_while(self.child, sums.counts, self._naming)
+                self.stack_names = _name_while(self.child, sums.counts, self._naming,
+                                               self.stack_names)
             result = self.child.result()
         finally:
             self.child.stop()
@@ -351,18 +353,35 @@ def follow_split(src: Source, fmt, opts, first, sums=None,
 NAME_STEP = 2048  # stacks named between two looks at the child
 
 
-def _name_while(child, counts: dict, naming) -> StackNames:
+def _name_while(child, counts: dict, naming, names: Optional[StackNames] = None) -> StackNames:
     """The display names of the first stacks of ``counts``, made until the child's result
     starts to come (the SVG names the rest): time this process would otherwise spend
-    waiting."""
-    from .renderers.svg.graph import Labels  # the SVG's own labeller: it takes it over
-    names = StackNames(naming, Labels(naming))
-    stacks = list(counts)
+    waiting. ``names``: those of its first stacks made already (while perf printed)."""
+    if names is None:
+        names = names_ahead(naming)
+    stacks = list(islice(counts, len(names), None))
     for i in range(0, len(stacks), NAME_STEP):
         if child.ready():
             break
         names.add(stacks[i:i + NAME_STEP])
     return names
+
+
+def names_ahead(naming) -> StackNames:
+    """An SVG's names of a profile's first stacks, to be made ahead of the drawing with the
+    SVG's own labeller (it takes them over)."""
+    from .renderers.svg.graph import Labels
+    return StackNames(naming, Labels(naming))
+
+
+def name_step(names: StackNames, counts: dict) -> bool:
+    """Name up to NAME_STEP more of the stacks of ``counts`` (in its order: the first
+    ones not named yet); whether there were any."""
+    k = len(names)
+    if len(counts) <= k:
+        return False
+    names.add(list(islice(counts, k, k + NAME_STEP)))
+    return True
 
 
 # a format of one record per line (folded): the parent takes more than half, as it also

@@ -78,28 +78,56 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str,
         if src.mangled:  # perf script --no-demangle: the names are demangled once, here
             from .parsers import demangle
             names = demangle.collecting()
+        follow = getattr(src, "_stream", None)
+        ahead = None
         try:
             with names, gcpause.paused():
                 # perf.data: the end of perf's output, if the parser lags, over two
                 # processes (the child is forked here: it collects mangled names too)
                 split = follow_split(src, fmt, opts, first_record, sums, first)
+                ahead = _names_while_perf_prints(follow, src, opts, sums, first)
+                if split is not None and ahead is not None:
+                    split.stack_names = ahead
                 try:
                     fmt.sum_blocks(lists, src.path, opts.parse, stats, sums,
                                    streaming=src.binary_format is not None)
                 except ParseError as e:   # the last line, cut short: warned of, not an error
                     if not ends_inside(e, src):
                         raise
+                if ahead is not None:
+                    follow.idle = None
                 if src.mangled:  # this part's (a split's child demangles its own)
                     demangle.apply_noted(sums, opts.parse.addrs)
                 if split is not None:
                     split.merge_into(sums, stats, src)
                     sums.stack_names = split.stack_names
+                elif ahead is not None:
+                    sums.stack_names = ahead
         finally:
+            if ahead is not None:
+                follow.idle = None
             if split is not None:
                 split.stop()
         return SAMPLES, sums
     blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in lists)
     return _route(until_cut(fmt.parse_blocks(blocks, src.path, opts.parse, stats), src), mode)
+
+
+def _names_while_perf_prints(follow, src: Source, opts: Options, sums, first: bool):
+    """To an SVG of a perf.data (its first input; names not left to perf's demangling
+    being redone here), the SVG's names of the stacks summed so far, made while the parser
+    waits for perf script's output (perf_data.Follow.idle), in their order, so that the
+    drawing names only the stacks that came last (naming.StackNames; on the small
+    recording of benchmarks/README.md, 17k stacks: 17 of the 39 ms after perf's end).
+    None when not."""
+    if (follow is None or not hasattr(follow, "idle") or not first or src.mangled
+            or not opts.aggregate.svg or opts.flame.flamechart):
+        return None
+    from .parallel import name_step, names_ahead
+    names = names_ahead(opts.naming)
+    counts = sums.counts
+    follow.idle = lambda: name_step(names, counts)
+    return names
 
 
 def _demangled_here_or_by_perf(src: Source, fmt, opts: Options, stats: dict, mode: str,

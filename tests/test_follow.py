@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from offconv import naming, parallel
+from offconv import naming, parallel, pipeline
 from offconv.parsers import perf_data
 from test_parallel import run as convert  # (exit code, output, bytes written) with OFFCONV_JOBS
 
@@ -456,3 +456,32 @@ def test_two_perf_data_inputs_to_an_svg_draw_the_same(perf_plays, tmp_path):
     split = run(text, "2", again, "--to", "svg")
     assert len(cuts) == 2 and None not in cuts
     assert split == serial
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("args", [(), ("--tid", "--kernel", "--jit"), ("--colors", "java")],
+                         ids=["plain", "annotated", "java-colors"])
+def test_svg_names_made_while_perf_prints_draw_the_same(text, args, perf_plays, monkeypatch):
+    """To an SVG, the stacks summed so far are named while the parser waits for perf
+    script's output (Follow.idle): the drawing then names only the last ones. The SVG is
+    the one drawn without names made ahead, byte for byte, serially and split."""
+    run, cuts = perf_plays
+    real_ahead = pipeline._names_while_perf_prints
+    monkeypatch.setattr(pipeline, "_names_while_perf_prints", lambda *a: None)
+    plain = run(text, "1", "--to", "svg", *args)
+    assert plain[0] == 0 and plain[2], plain[1]
+    monkeypatch.setattr(pipeline, "_names_while_perf_prints", real_ahead)
+    used = []
+    real = naming.StackNames.keys
+
+    def keys(self, samples, stack):
+        used.append(len(self))
+        return real(self, samples, stack)
+    monkeypatch.setattr(naming.StackNames, "keys", keys)
+    for jobs in ("1", "2"):
+        used.clear()
+        assert run(text, jobs, "--to", "svg", *args) == plain
+        if jobs == "1" and text.read_bytes().count(b"\n") > 300:
+            # FakePerf prints its second part after 50 polls: the first part's stacks were
+            # named meanwhile (a small text is read whole before a stack is summed)
+            assert used and used[0] > 0, used

@@ -273,6 +273,9 @@ class Follow:
         self.pos = 0
         self.end: Optional[int] = None
         self.on_done = None
+        # () -> whether it did something: called instead of a wait for perf's output
+        # (pipeline: the SVG's names of the stacks summed so far, made ahead)
+        self.idle = None
         self._stopped = False
         self._punched = 0
 
@@ -296,7 +299,8 @@ class Follow:
                 break
             if running:
                 self.resume()
-                time.sleep(self.WAIT)
+                if self.idle is None or not self.idle():  # work while perf has no output
+                    time.sleep(self.WAIT)
                 continue
             total = os.fstat(self.fd).st_size  # perf has ended: the file is complete
             if not total and self.fallback is not None and self._proc.returncode:
