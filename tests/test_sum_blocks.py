@@ -517,3 +517,15 @@ def test_c_loop_leaks_nothing(loop):
     finally:
         tracemalloc.stop()
     assert grown < 20_000, grown
+
+
+def test_without_the_c_module_the_python_loop_runs(monkeypatch, loop):
+    """Installed without a C compiler (setup.py marks the module optional), offconv runs
+    the Python loop: the same sums, as every test above shows with OFFCONV_SPEEDUPS=0."""
+    import sys
+    monkeypatch.setenv("OFFCONV_SPEEDUPS", "1")
+    monkeypatch.setitem(sys.modules, "offconv._speedups", None)  # import raises ImportError
+    assert perf_script._speedups() == (None, None)
+    text = (FIX / "flamegraph-test" / "perf-vertx-stacks-01.txt").read_text()
+    records, summed = both(lists_of(text), ParseOptions(), "x.txt")
+    assert summed == records and records[0]
