@@ -347,6 +347,19 @@ def test_a_waiting_child_ends_with_its_parent(tmp_path):
         raise AssertionError(f"child {pid} still waits")
 
 
+def names_used(monkeypatch) -> list:
+    """The number of stacks named ahead (naming.StackNames) each time a drawing takes such
+    names over, appended to the list returned."""
+    used = []
+    real = naming.StackNames.keys
+
+    def keys(self, samples, stack):
+        used.append(len(self))
+        return real(self, samples, stack)
+    monkeypatch.setattr(naming.StackNames, "keys", keys)
+    return used
+
+
 @pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.name)
 @pytest.mark.parametrize("args", [(), ("--tid", "--kernel", "--jit"), ("--colors", "java")],
                          ids=["plain", "annotated", "java-colors"])
@@ -359,13 +372,7 @@ def test_svg_names_made_while_the_child_works_draw_the_same(text, args, perf_pla
     serial = run(text, "1", "--to", "svg", *args)
     assert serial[0] == 0 and serial[2], serial[1]
     monkeypatch.setattr(parallel._fork, "ready", lambda self: False)
-    used = []
-    real = naming.StackNames.keys
-
-    def keys(self, samples, stack):
-        used.append(len(self))
-        return real(self, samples, stack)
-    monkeypatch.setattr(naming.StackNames, "keys", keys)
+    used = names_used(monkeypatch)
     split = run(text, "2", "--to", "svg", *args)
     if cuts and cuts[-1] is not None:  # split: its names were made ahead and used
         assert used and used[0] > 0
@@ -471,13 +478,7 @@ def test_svg_names_made_while_perf_prints_draw_the_same(text, args, perf_plays, 
     plain = run(text, "1", "--to", "svg", *args)
     assert plain[0] == 0 and plain[2], plain[1]
     monkeypatch.setattr(pipeline, "_names_while_perf_prints", real_ahead)
-    used = []
-    real = naming.StackNames.keys
-
-    def keys(self, samples, stack):
-        used.append(len(self))
-        return real(self, samples, stack)
-    monkeypatch.setattr(naming.StackNames, "keys", keys)
+    used = names_used(monkeypatch)
     for jobs in ("1", "2"):
         used.clear()
         assert run(text, jobs, "--to", "svg", *args) == plain
