@@ -130,6 +130,12 @@ RULES = (
     ("network", "socket", r"^(sk_|sock_|tcp_|inet_|udp_|unix_|__skb_|skb_recv|__sys_recv|"
      r"__sys_send|__sys_accept|__sys_connect|netlink)"),
     ("lock", "futex", r"futex"),
+    # flock(2), fcntl(F_SETLKW), lockf: a file lock's waiter, released by its holder (4
+    # processes taking turns on an flock read "other blocked waits": held out, fixture
+    # flock_turns)
+    ("lock", "file lock", r"^(locks_lock_inode_wait|locks_lock_file_wait|flock_lock_inode_wait|"
+     r"posix_lock_inode_wait|__do_sys_flock|__x64_sys_flock|__arm64_sys_flock|"
+     r"fcntl_setlk\w*|do_lock_file_wait)$"),
     ("lock", "mutex", r"mutex"),
     ("lock", "rwsem", r"rwsem|^down_read|^down_write|^down$|^__down|percpu_down"),
     ("sleep", "nanosleep", r"nanosleep|hrtimer_sleep|^msleep|^usleep|^ssleep"),

@@ -478,3 +478,22 @@ def test_join_candidates_are_not_held_to_the_end(tmp_path, monkeypatch):
     assert main.by_cause.get(("lock", "futex")) == 3000 * 40_000, main.by_cause
     assert sorted(main.cause_durations) == ["child", "lock"], main.cause_durations
     assert most[0] <= 3, most[0]
+
+
+def test_a_file_lock_wait_is_a_lock_wait(reports):
+    """flock(2) and fcntl(F_SETLKW) waiters wait for the lock's holder: 4 processes taking
+    turns on one flock read "other blocked waits" (flock_turns, held out)."""
+    from offconv.causes import classify
+    from offconv.model import KERNEL, Frame
+
+    def stack(*names):  # root first, as the parser gives it
+        return tuple(Frame(n, "", KERNEL) for n in reversed(names))
+    flock = stack("__schedule", "schedule", "locks_lock_inode_wait", "__do_sys_flock",
+                  "do_syscall_64", "entry_SYSCALL_64_after_hwframe")
+    fcntl = stack("__schedule", "schedule", "locks_lock_inode_wait", "do_lock_file_wait",
+                  "fcntl_setlk", "do_fcntl", "__x64_sys_fcntl", "do_syscall_64")
+    assert classify(flock) == classify(fcntl) == ("lock", "file lock")
+    name = "flock_turns"
+    d = reports.setdefault(name, _report(name))
+    v = d["verdict"]
+    assert v["answer"] == "waiting" and v["cause"]["label"] == "file lock", v["reason"]
