@@ -136,6 +136,10 @@ RULES = (
     ("lock", "file lock", r"^(locks_lock_inode_wait|locks_lock_file_wait|flock_lock_inode_wait|"
      r"posix_lock_inode_wait|__do_sys_flock|__x64_sys_flock|__arm64_sys_flock|"
      r"fcntl_setlk\w*|do_lock_file_wait)$"),
+    # a SysV semaphore's semop(2)/semtimedop(2) (4 processes taking turns on one read
+    # "other blocked waits": held out, fixture sem_turns)
+    ("lock", "semaphore", r"^(__do_semtimedop|do_semtimedop|ksys_semtimedop|__x64_sys_semop|"
+     r"__x64_sys_semtimedop|__arm64_sys_semop|__arm64_sys_semtimedop)$"),
     ("lock", "mutex", r"mutex"),
     ("lock", "rwsem", r"rwsem|^down_read|^down_write|^down$|^__down|percpu_down"),
     ("sleep", "nanosleep", r"nanosleep|hrtimer_sleep|^msleep|^usleep|^ssleep"),

@@ -480,9 +480,10 @@ def test_join_candidates_are_not_held_to_the_end(tmp_path, monkeypatch):
     assert most[0] <= 3, most[0]
 
 
-def test_a_file_lock_wait_is_a_lock_wait(reports):
-    """flock(2) and fcntl(F_SETLKW) waiters wait for the lock's holder: 4 processes taking
-    turns on one flock read "other blocked waits" (flock_turns, held out)."""
+def test_a_file_lock_or_semaphore_wait_is_a_lock_wait(reports):
+    """flock(2), fcntl(F_SETLKW) and SysV semop(2) waiters wait for the lock's holder: 4
+    processes taking turns on one flock, or on one semaphore, read "other blocked waits"
+    (flock_turns, sem_turns, held out)."""
     from offconv.causes import classify
     from offconv.model import KERNEL, Frame
 
@@ -493,7 +494,10 @@ def test_a_file_lock_wait_is_a_lock_wait(reports):
     fcntl = stack("__schedule", "schedule", "locks_lock_inode_wait", "do_lock_file_wait",
                   "fcntl_setlk", "do_fcntl", "__x64_sys_fcntl", "do_syscall_64")
     assert classify(flock) == classify(fcntl) == ("lock", "file lock")
-    name = "flock_turns"
-    d = reports.setdefault(name, _report(name))
-    v = d["verdict"]
-    assert v["answer"] == "waiting" and v["cause"]["label"] == "file lock", v["reason"]
+    sem = stack("__schedule", "schedule", "schedule_hrtimeout_range_clock", "do_semtimedop",
+                "__do_semtimedop", "__semtimedop", "do_syscall_64")
+    assert classify(sem) == ("lock", "semaphore")
+    for name, label in (("flock_turns", "file lock"), ("sem_turns", "semaphore")):
+        d = reports.setdefault(name, _report(name))
+        v = d["verdict"]
+        assert v["answer"] == "waiting" and v["cause"]["label"] == label, v["reason"]
