@@ -110,6 +110,13 @@ RULES = (
     # peer's time is counted where it is spent. pipe_read/pipe_write are anon_pipe_* and
     # fifo_pipe_* in recent kernels (6.18 here), the wait inlined (no pipe_wait_* frame)
     ("poll/idle", "pipe", r"^((anon_|fifo_)?pipe_(read|write)|pipe_wait\w*)$"),
+    # a message queue's reader waits for a message, its writer for room, as a pipe's ends
+    # do (SysV msgrcv/msgsnd, POSIX mq_*: a consumer of a paced producer read "other
+    # blocked waits" instead of the producer's sleep; held out, fixture msgq_paced)
+    ("poll/idle", "message queue", r"^(do_msgrcv|ksys_msgrcv|__x64_sys_msgrcv|"
+     r"__arm64_sys_msgrcv|do_msgsnd|ksys_msgsnd|__x64_sys_msgsnd|__arm64_sys_msgsnd|"
+     r"do_mq_timedreceive|do_mq_timedsend|__x64_sys_mq_timed\w*|__arm64_sys_mq_timed\w*|"
+     r"wq_sleep)$"),
     ("poll/idle", "signal", r"^(do_sigtimedwait|sigsuspend|__x64_sys_pause|__do_sys_pause|"
      r"n_tty_read|inotify_read|eventfd_read)$"),
     # a listener blocked in accept waits for clients to come, as epoll_wait does for

@@ -501,3 +501,22 @@ def test_a_file_lock_or_semaphore_wait_is_a_lock_wait(reports):
         d = reports.setdefault(name, _report(name))
         v = d["verdict"]
         assert v["answer"] == "waiting" and v["cause"]["label"] == label, v["reason"]
+
+
+def test_a_message_queue_reader_waits_for_work(reports):
+    """A consumer blocked in msgrcv waits for its producer, as a pipe's reader does: the
+    producer's paced sleep is the workload's wait. It read "other blocked waits" (100% of
+    the consumer's wall time; msgq_paced, held out)."""
+    from offconv.causes import classify
+    from offconv.model import KERNEL, Frame
+    rcv = tuple(Frame(n, "", KERNEL) for n in reversed((
+        "__schedule", "schedule", "do_msgrcv", "__x64_sys_msgrcv", "do_syscall_64")))
+    assert classify(rcv) == ("poll/idle", "message queue")
+    name = "msgq_paced"
+    d = reports.setdefault(name, _report(name))
+    v = d["verdict"]
+    assert v["answer"] == "waiting" and v["cause"]["cause"] == "sleep", v["reason"]
+    an = pipeline.load([str(VERDICT / name / f"{name}.perf-script.txt.gz")], Options()).analysis
+    consumer = an.threads[3983]   # (the producer, 3976, is the one named: its sleep)
+    assert max(consumer.by_cause, key=consumer.by_cause.get) == ("poll/idle", "message queue")
+    assert consumer.by_cause[("poll/idle", "message queue")] > 4_500_000_000, consumer.by_cause
