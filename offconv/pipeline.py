@@ -94,8 +94,6 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str,
                 except ParseError as e:   # the last line, cut short: warned of, not an error
                     if not ends_inside(e, src):
                         raise
-                if ahead is not None:
-                    follow.idle = None
                 if src.mangled:  # this part's (a split's child demangles its own)
                     demangle.apply_noted(sums, opts.parse.addrs)
                 if split is not None:
@@ -104,7 +102,7 @@ def _summed_or_routed(src: Source, fmt, opts: Options, stats: dict, mode: str,
                 elif ahead is not None:
                     sums.stack_names = ahead
         finally:
-            if ahead is not None:
+            if ahead is not None:  # perf has ended: nothing more to wait for
                 follow.idle = None
             if split is not None:
                 split.stop()
