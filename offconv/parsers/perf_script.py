@@ -809,10 +809,10 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
             return
         accepted: dict = {}  # entry -> counted (Sums.accepts, asked in input order)
         for (e, lk, callers), n in raw.items():
-            tf, period, event = entries[e]
+            tf, period, _ = entries[e]
             ok = accepted.get(e)
             if ok is None:
-                ok = accepted[e] = sums.accepts(event, period, SAMPLES, ONCPU)
+                ok = accepted[e] = accepts(e)
             if not ok:
                 continue
             if lk is None:
@@ -824,7 +824,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
                 if callers:
                     cs = stacks.get(callers)
                     if cs is None:
-                        cs = _body_stack(callers, False, frames, demangle, names)
+                        cs = callers_frames(callers)
                     stack = cs + g
                 else:
                     stack = g
