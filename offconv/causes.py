@@ -91,6 +91,24 @@ FAULT_RULES = (
     ("disk", "page-fault read", r"filemap_fault|readahead|read_folio|readpage|folio_wait|"
      r"wait_on_page|__lock_page|ext4_|xfs_|btrfs_|submit_bio|io_schedule"),
 )
+# The process's address-space lock: mmap_lock (an rwsem), and since Linux 6.4 the per-VMA
+# lock a page fault takes first (``__vma_start_write``: a writer waits for a VMA's readers).
+# A page fault that waits for it is a lock wait, not memory pressure: another thread's
+# mmap, munmap, mprotect, madvise, brk or mremap holds it (a fault behind an mprotect loop
+# read "page-fault waits (memory pressure)", 60% of the thread's wall time; held out,
+# fixture mmap_lock). Frames that name it, then the callers that take it themselves, where
+# an rwsem wait is the mmap_lock's (mmap_read_lock and the like are inlined: down_read_killable
+# right under lock_mm_and_find_vma, down_write_killable right under do_mprotect_pkey).
+MMAP_LOCK = r"^(__vma_start_write|vma_start_write\w*|__vma_enter_locked|mmap_read_lock\w*|" \
+            r"mmap_write_lock\w*|__mmap_lock\w*)$"
+MM_CALLS = r"^(lock_mm_and_find_vma|do_user_addr_fault|do_page_fault|do_mprotect_pkey|" \
+           r"do_madvise|madvise_\w+|vm_mmap_pgoff|__vm_munmap|do_vmi_munmap|__do_sys_brk|" \
+           r"__x64_sys_brk|__do_sys_mremap|__x64_sys_mremap|do_mlock|__mm_populate|" \
+           r"__do_sys_mlockall|__x64_sys_msync|__do_sys_process_madvise|__access_remote_vm|" \
+           r"access_remote_vm|get_mm_cmdline|proc_pid_cmdline_read|m_start|show_map\w*|" \
+           r"do_mmap|mmap_region)$"
+# the lock functions between a lock wait and the caller that took the lock
+LOCK_FUNCS = r"rwsem|^down_|^__down|^up_|mutex|^mmap_read_lock|^mmap_write_lock"
 INFRA = r"^(__schedule|schedule|schedule_timeout|schedule_hrtimeout\w*|" \
         r"schedule_preempt_disabled|preempt_schedule\w*|_?_?cond_resched|" \
         r"freezable_schedule\w*|io_schedule_prepare|__traceiter\w*)$"
@@ -147,6 +165,7 @@ RULES = (
     # "other blocked waits": held out, fixture sem_turns)
     ("lock", "semaphore", r"^(__do_semtimedop|do_semtimedop|ksys_semtimedop|__x64_sys_semop|"
      r"__x64_sys_semtimedop|__arm64_sys_semop|__arm64_sys_semtimedop)$"),
+    ("lock", "mmap_lock", MMAP_LOCK),
     ("lock", "mutex", r"mutex"),
     ("lock", "rwsem", r"rwsem|^down_read|^down_write|^down$|^__down|percpu_down"),
     ("sleep", "nanosleep", r"nanosleep|hrtimer_sleep|^msleep|^usleep|^ssleep"),
@@ -162,6 +181,9 @@ WAKER_RULES = (
 
 _FAULT = re.compile(FAULT)
 _FAULT_RULES = [(c, label, re.compile(rx)) for c, label, rx in FAULT_RULES]
+_FAULT_MEMORY = 2   # FAULT_RULES' memory-pressure rules (swap-in, reclaim) come first
+_MM_CALLS = re.compile(MM_CALLS)
+_LOCK_FUNCS = re.compile(LOCK_FUNCS)
 _INFRA = re.compile(INFRA)
 _TIMER = re.compile(TIMER_WAKER)
 _COMPILED = [(c, label, re.compile(rx)) for c, label, rx in RULES]
@@ -172,18 +194,43 @@ def classify(stack: tuple) -> tuple[str, str]:
     kernel = [f.name.split(".", 1)[0] for f in stack if f.kind == KERNEL]
     if not kernel:
         return "other", ""
+    leaf = _leaf_rule(kernel)
     if any(_FAULT.search(name) for name in kernel):
-        for cause, label, rx in _FAULT_RULES:
+        for cause, label, rx in _FAULT_RULES[:_FAULT_MEMORY]:   # memory pressure first
+            if any(rx.search(name) for name in kernel):
+                return cause, label
+        if leaf is not None and leaf[0] == "lock":   # a fault waiting for a lock
+            return _lock_label(leaf, kernel)
+        for cause, label, rx in _FAULT_RULES[_FAULT_MEMORY:]:
             if any(rx.search(name) for name in kernel):
                 return cause, label
         return "paging", "fault"
+    if leaf is None:
+        return "other", ""
+    return _lock_label(leaf, kernel) if leaf[0] == "lock" else leaf
+
+
+def _leaf_rule(kernel: list) -> tuple | None:
+    """The (cause, label) of the leaf-most frame that is not scheduler plumbing and matches
+    a rule of RULES; None when none does."""
     for name in reversed(kernel):
         if _INFRA.match(name):
             continue
         for cause, label, rx in _COMPILED:
             if rx.search(name):
                 return cause, label
-    return "other", ""
+    return None
+
+
+def _lock_label(cause: tuple, kernel: list) -> tuple:
+    """An rwsem wait taken by a page fault or an mm call (MM_CALLS) is the mmap_lock's."""
+    if cause[1] != "rwsem":
+        return cause
+    for name in reversed(kernel):
+        if _INFRA.match(name) or _LOCK_FUNCS.search(name):
+            continue
+        return ("lock", "mmap_lock") if _MM_CALLS.match(name) else cause
+    return cause
 
 
 # the waker named for a queued wake-up (queued_wakeup): not the idle task sched_wakeup shows

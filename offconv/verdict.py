@@ -372,6 +372,12 @@ FIX = {"lock": "fix the lock (shorten what the holder does while holding it)",
        "poll/idle": "find what it waits for", "child": "look at the child processes",
        "peer-cpu": "profile the thread it waits for on CPU",
        "other": "read the blocked stacks to see what it waits for"}
+# a fix more precise than the cause's, by (cause, label)
+FIX_BY_LABEL = {("lock", "mmap_lock"): (
+    "fix the address-space lock: its page faults and mm calls wait for the process's "
+    "mmap_lock, held by another thread's mmap, munmap, mprotect, madvise or brk (fewer or "
+    "batched calls: an allocator that trims or a JIT that flips protections; more memory "
+    "will not help)")}
 CAUSE_TEXT = {"peer-cpu": "waits for another thread's CPU work", "disk": "disk waits", "lock": "lock waits", "network": "network waits",
               "poll/idle": "idle waits", "child": "waits for child processes",
               "sleep": "sleeps", "paging": "page-fault waits (memory pressure)",
@@ -454,7 +460,7 @@ def explain(d: Decision, ropts: ReportOptions) -> str:
 
 def _explain(d: Decision, ropts: ReportOptions) -> str:
     runq, blk = _runq_text(d), _blocked_text(d)
-    fix = FIX.get(d.cause[0] if d.cause else "other")
+    fix = FIX_BY_LABEL.get(d.cause) or FIX.get(d.cause[0] if d.cause else "other")
     if d.cause == NO_CHAIN:
         fix = "record with call chains (-g) to see what it waits for"
     elif d.cause == UNRESOLVED:

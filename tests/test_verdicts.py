@@ -520,3 +520,55 @@ def test_a_message_queue_reader_waits_for_work(reports):
     consumer = an.threads[3983]   # (the producer, 3976, is the one named: its sleep)
     assert max(consumer.by_cause, key=consumer.by_cause.get) == ("poll/idle", "message queue")
     assert consumer.by_cause[("poll/idle", "message queue")] > 4_500_000_000, consumer.by_cause
+
+
+def test_a_page_fault_waiting_for_the_mmap_lock_is_a_lock_wait(reports):
+    """A page fault that waits for the process's mmap_lock (another thread's mprotect holds
+    it) is a lock wait, not memory pressure: mm-toucher read "page-fault waits (memory
+    pressure)", 37% of its wall time, and the advice was "relieve the memory pressure"
+    (mmap_lock, held out). A fault that reads a file or swaps in stays disk or paging."""
+    from offconv.causes import classify
+    from offconv.model import KERNEL, Frame
+
+    def stack(*names):  # leaf first, as perf prints it; the parser gives root first
+        return tuple(Frame(n, "", KERNEL) for n in reversed(names))
+    sched = ("__schedule", "schedule")
+    fault = stack(*sched, "schedule_preempt_disabled", "rwsem_down_read_slowpath",
+                  "down_read_killable", "lock_mm_and_find_vma", "exc_page_fault",
+                  "asm_exc_page_fault")
+    # before lock_mm_and_find_vma (Linux 6.5) the fault took mmap_lock itself
+    old_fault = stack(*sched, "rwsem_down_read_slowpath", "down_read", "do_user_addr_fault",
+                      "exc_page_fault", "asm_exc_page_fault")
+    mprotect = stack(*sched, "schedule_preempt_disabled", "rwsem_down_write_slowpath",
+                     "down_write_killable", "do_mprotect_pkey", "__x64_sys_mprotect")
+    vma = stack(*sched, "__vma_start_write", "__split_vma", "vma_modify", "mprotect_fixup",
+                "do_mprotect_pkey", "__x64_sys_mprotect")
+    for s in (fault, old_fault, mprotect, vma):
+        assert classify(s) == ("lock", "mmap_lock"), s
+    # another rwsem under a fault (a file's invalidate_lock, held by a truncate) is a lock,
+    # not the mmap_lock; a rename's rwsem is no mm call's
+    inval = stack(*sched, "rwsem_down_read_slowpath", "down_read",
+                  "filemap_invalidate_lock_shared", "filemap_fault", "__do_fault",
+                  "handle_mm_fault", "do_user_addr_fault", "exc_page_fault")
+    assert classify(inval) == ("lock", "rwsem")
+    rename = stack(*sched, "rwsem_down_write_slowpath", "down_write_nested", "lock_rename",
+                   "do_renameat2", "__x64_sys_renameat2")
+    assert classify(rename) == ("lock", "rwsem")
+    read = stack(*sched, "io_schedule", "folio_wait_bit_common", "filemap_fault", "__do_fault",
+                 "handle_mm_fault", "do_user_addr_fault", "exc_page_fault")
+    assert classify(read) == ("disk", "page-fault read")
+    swap = stack(*sched, "io_schedule", "folio_wait_bit_common", "do_swap_page",
+                 "handle_mm_fault", "do_user_addr_fault", "exc_page_fault")
+    assert classify(swap) == ("paging", "swap-in")
+
+    name = "mmap_lock"
+    d = reports.setdefault(name, _report(name))
+    v = d["verdict"]
+    assert v["answer"] == "waiting", v["reason"]
+    assert (v["cause"]["comm"], v["cause"]["cause"], v["cause"]["label"]) == \
+        ("mm-toucher", "lock", "mmap_lock"), v["reason"]
+    assert "memory" not in v["reason"].split("more memory will not help")[0], v["reason"]
+    an = pipeline.load([str(VERDICT / name / f"{name}.perf-script.txt.gz")], Options()).analysis
+    toucher = next(t for t in an.threads.values() if t.comm == "mm-toucher")
+    assert not [c for c in toucher.by_cause if c[0] == "paging"], toucher.by_cause
+    assert toucher.by_cause[("lock", "mmap_lock")] > 0.9 * toucher.blocked_ns
