@@ -109,6 +109,26 @@ MM_CALLS = r"^(lock_mm_and_find_vma|do_user_addr_fault|do_page_fault|do_mprotect
            r"do_mmap|mmap_region)$"
 # the lock functions between a lock wait and the caller that took the lock
 LOCK_FUNCS = r"rwsem|^down_|^__down|^up_|mutex|^mmap_read_lock|^mmap_write_lock"
+# Go's runtime parks an idle M (an OS thread with no goroutine to run) in a futex
+# (runtime.stopm -> notesleep), waits for timers and network in epoll_pwait
+# (findRunnable -> netpoll), and runs sysmon, a background thread, in a usleep loop. Read
+# from the kernel frames alone, a pure-CPU Go program read "waiting, lock (futex) 100%: fix
+# the lock" (an M parked for the whole window) and a sleeping one named sysmon's usleep
+# (held out, fixtures go_spin and go_sleep). When the user frames show the scheduler's idle
+# path, the wait is the M's idle time: what the goroutine it last ran parked in -- the first
+# frame outside the runtime above runtime.mcall/gopark -- says why (GO_PARKED), otherwise
+# the M waits for work. A runtime-internal lock (runtime.lock2) stays a futex lock wait.
+GO_IDLE = r"^runtime\.(stopm|findRunnable|findrunnable|sysmon|templateThread|mPark|stoplockedm|" \
+          r"startlockedm|gcstopm)$"
+GO_LOCK = r"^runtime\.(lock2|lockWithRank|lock)$"
+GO_PARK = r"^runtime\.(mcall|park_m|gopark|goparkunlock)$"
+# (cause, label, regex over the first frame outside package runtime above the park)
+GO_PARKED = (
+    ("sleep", "Go time.Sleep", r"^time\.Sleep$"),
+    ("lock", "Go sync.Mutex", r"^sync\.(runtime_SemacquireMutex|runtime_SemacquireRWMutexR?|"
+     r"\(\*RW?Mutex\)\.\w+)$"),
+)
+GO_IDLE_CAUSE = ("poll/idle", "Go scheduler idle")
 INFRA = r"^(__schedule|schedule|schedule_timeout|schedule_hrtimeout\w*|" \
         r"schedule_preempt_disabled|preempt_schedule\w*|_?_?cond_resched|" \
         r"freezable_schedule\w*|io_schedule_prepare|__traceiter\w*)$"
@@ -184,6 +204,10 @@ _FAULT_RULES = [(c, label, re.compile(rx)) for c, label, rx in FAULT_RULES]
 _FAULT_MEMORY = 2   # FAULT_RULES' memory-pressure rules (swap-in, reclaim) come first
 _MM_CALLS = re.compile(MM_CALLS)
 _LOCK_FUNCS = re.compile(LOCK_FUNCS)
+_GO_IDLE = re.compile(GO_IDLE)
+_GO_LOCK = re.compile(GO_LOCK)
+_GO_PARK = re.compile(GO_PARK)
+_GO_PARKED = [(c, label, re.compile(rx)) for c, label, rx in GO_PARKED]
 _INFRA = re.compile(INFRA)
 _TIMER = re.compile(TIMER_WAKER)
 _COMPILED = [(c, label, re.compile(rx)) for c, label, rx in RULES]
@@ -194,6 +218,9 @@ def classify(stack: tuple) -> tuple[str, str]:
     kernel = [f.name.split(".", 1)[0] for f in stack if f.kind == KERNEL]
     if not kernel:
         return "other", ""
+    go = _go_runtime(stack)
+    if go is not None:
+        return go
     leaf = _leaf_rule(kernel)
     if any(_FAULT.search(name) for name in kernel):
         for cause, label, rx in _FAULT_RULES[:_FAULT_MEMORY]:   # memory pressure first
@@ -208,6 +235,33 @@ def classify(stack: tuple) -> tuple[str, str]:
     if leaf is None:
         return "other", ""
     return _lock_label(leaf, kernel) if leaf[0] == "lock" else leaf
+
+
+def _go_runtime(stack: tuple) -> tuple | None:
+    """The cause of a Go M's wait in the runtime scheduler's idle path (GO_IDLE), None for
+    any other stack. Cheap for non-Go stacks: one pass over the user frames' names."""
+    user = [f.name for f in stack if f.kind != KERNEL]
+    idle = None
+    for i in range(len(user) - 1, -1, -1):   # leaf to root
+        name = user[i]
+        if not name.startswith("runtime."):
+            continue
+        if _GO_LOCK.match(name):
+            return None                         # a runtime lock: the futex rule's
+        if _GO_IDLE.match(name):
+            idle = i
+            break
+    if idle is None:
+        return None
+    park = next((i for i in range(idle - 1, -1, -1) if _GO_PARK.match(user[i])), None)
+    if park is not None:
+        caller = next((user[i] for i in range(park - 1, -1, -1)
+                       if not user[i].startswith("runtime.")), None)
+        if caller is not None:
+            for cause, label, rx in _GO_PARKED:
+                if rx.match(caller):
+                    return cause, label
+    return GO_IDLE_CAUSE
 
 
 def _leaf_rule(kernel: list) -> tuple | None:

@@ -572,3 +572,54 @@ def test_a_page_fault_waiting_for_the_mmap_lock_is_a_lock_wait(reports):
     toucher = next(t for t in an.threads.values() if t.comm == "mm-toucher")
     assert not [c for c in toucher.by_cause if c[0] == "paging"], toucher.by_cause
     assert toucher.by_cause[("lock", "mmap_lock")] > 0.9 * toucher.blocked_ns
+
+
+def test_a_go_runtime_m_idle_in_the_scheduler_is_not_a_lock_wait(reports):
+    """Go parks an idle M in a futex (runtime.stopm -> notesleep) and runs sysmon in a
+    usleep loop: a pure-CPU Go program read "waiting, lock (futex) 100%: fix the lock" and a
+    sleeping one named sysmon's usleep (go_spin, go_sleep, go_mutex, go_chan: held out). The
+    goroutine the M last ran says why it idles: time.Sleep is a sleep, a sync.Mutex a lock,
+    anything else (a channel, a WaitGroup) waiting for work; a runtime lock stays a lock."""
+    from offconv.causes import classify
+    from offconv.model import KERNEL, USER, Frame
+
+    futex = ("__schedule", "schedule", "futex_do_wait", "__futex_wait", "futex_wait",
+             "do_futex", "__x64_sys_futex", "do_syscall_64", "entry_SYSCALL_64_after_hwframe")
+
+    def stack(user, kernel=futex):  # both leaf first, as perf prints them
+        return tuple([Frame(n, "", USER) for n in reversed(user)] +
+                     [Frame(n, "", KERNEL) for n in reversed(kernel)])
+    idle_m = ("runtime.futex.abi0", "runtime.notesleep", "runtime.stopm", "runtime.findRunnable",
+              "runtime.schedule", "runtime.park_m", "runtime.mcall")
+    assert classify(stack(idle_m + ("time.Sleep", "main.main.func1", "runtime.goexit.abi0"))) \
+        == ("sleep", "Go time.Sleep")
+    mutex = ("runtime.semacquire1", "sync.runtime_SemacquireMutex", "sync.(*Mutex).lockSlow",
+             "sync.(*Mutex).Lock", "main.main.func1")
+    assert classify(stack(idle_m + ("runtime.gopark", "runtime.goparkunlock") + mutex)) \
+        == ("lock", "Go sync.Mutex")
+    chan = ("runtime.gopark", "runtime.chanrecv", "runtime.chanrecv2", "main.main.func1")
+    assert classify(stack(idle_m + chan)) == ("poll/idle", "Go scheduler idle")
+    nanosleep = ("__schedule", "schedule", "do_nanosleep", "hrtimer_nanosleep",
+                 "__x64_sys_nanosleep", "do_syscall_64")
+    sysmon = ("runtime.usleep.abi0", "runtime.sysmon", "runtime.mstart1", "runtime.mstart0")
+    assert classify(stack(sysmon, nanosleep)) == ("poll/idle", "Go scheduler idle")
+    # the runtime's own lock (sched.lock) under findRunnable is a lock wait, as is a cgo or
+    # C futex in a Go binary outside the scheduler's idle path
+    runtime_lock = ("runtime.futex.abi0", "runtime.futexsleep", "runtime.lock2",
+                    "runtime.lockWithRank", "runtime.lock", "runtime.findRunnable",
+                    "runtime.schedule")
+    assert classify(stack(runtime_lock)) == ("lock", "futex")
+    assert classify(stack(("__lll_lock_wait", "pthread_mutex_lock", "worker"))) == ("lock", "futex")
+
+    for name, thread_cause in (("go_spin", None), ("go_sleep", ("sleep", "Go time.Sleep")),
+                               ("go_mutex", ("lock", "Go sync.Mutex")), ("go_chan", None)):
+        d = reports.setdefault(name, _report(name))
+        v = d["verdict"]
+        if thread_cause is None:
+            assert v["answer"] == "on-cpu", v["reason"]
+            continue
+        assert (v["cause"]["cause"], v["cause"]["label"]) == thread_cause, v["reason"]
+        # the thread named is an M that ran goroutines, not sysmon (never on CPU for long)
+        an = pipeline.load([str(VERDICT / name / f"{name}.perf-script.txt.gz")], Options()).analysis
+        named = an.threads[v["cause"]["tid"]]
+        assert named.oncpu_ns > 100_000_000, (named.tid, named.oncpu_ns)
