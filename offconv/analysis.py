@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Optional
 
 from .causes import (IDLE_CAUSES, INTERRUPT_WAKER_NAME, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES,
-                     QUEUED_WAKER, TIMER_WAKER_NAME, UNREAD, Classifier, from_events,
+                     QUEUED_WAKER, RUNTIME_COMM, RUNTIME_IDLE, TIMER_WAKER_NAME, UNREAD, Classifier, from_events,
                      queued_wakeup, unread_stack, woken_by_timer, woken_in_interrupt)
 from .inttable import IntTable
 from .latency import Runs, latency_stats, log2_buckets, percentile
@@ -44,9 +44,11 @@ THREAD_JOIN = ("child", "thread join")
 # sums, sample_report._timed_lock): waits for work with a timeout, not a lock
 TIMED_INFERRED = ("poll/idle", "timed wait (inferred)")
 JOIN_PENDING = ("lock?", "join")  # pending_child's marker for such a wait
-# a join's wake-up is the thread's last act: it ended 30-91 µs later in the recordings; a
-# lock released 9 ms before its holder was killed with the rest of the process is no join
-JOIN_EXIT_NS = 1_000_000
+# a join's wake-up is the thread's last act: it ended 30-91 µs later in the recordings of
+# pthreads and Python, 2.1 ms later for a JVM thread (HotSpot notifies its joiners, then
+# unmaps its stack guard pages and leaves the thread list: jvm_spin, held out); a lock
+# released 9 ms before its holder was killed with the rest of the process is no join
+JOIN_EXIT_NS = 5_000_000
 # threads that ended between two purges of what they leave in last_in, last_cause and the
 # input's exits (Analysis._purge): a tid is dropped one to two rounds after it ended
 PURGE_EVERY = 4096
@@ -510,9 +512,17 @@ class Analysis:
             waker = p.waker
             cause = self.classify.period(p.stack, p.waker_stack,
                                          self.last_cause.get(waker.tid) if waker else None)
+            # what a thread it wakes later reads its last wait as (refine's idle waker):
+            # what the stacks say, also for a runtime's service thread
+            seen = cause
             pending = None
             unread = unread_stack(p.stack) if cause == NO_CAUSE else None
-            if unread is not None:
+            runtime = RUNTIME_COMM.match(p.task.comm)   # a JVM's GC, JIT or VM thread
+            if runtime and unread is not None:
+                cause, unread = from_events(unread, "runtime"), None
+            elif runtime and cause[0] in ("lock", "other"):
+                cause = RUNTIME_IDLE
+            elif unread is not None:
                 # no call chain (perf sched record, no -g), or its kernel frames unresolved
                 # (another kernel's recording): only the waker can tell
                 if KTHREAD_COMM.match(p.task.comm):
@@ -523,7 +533,8 @@ class Analysis:
                         pending = cause   # a child's exit? known once the input is read
             elif cause[0] == "lock" and waker is not None and self.woken_by_child(p):
                 pending = JOIN_PENDING    # a join? known once the waker's exit is read
-            cause = self._peer(p, cause)
+            if not runtime:
+                cause = self._peer(p, cause)
             if pending is not None:
                 self.pinned.add(tt.tid)
                 n = self._pending_n = self._pending_n + 1
@@ -544,7 +555,7 @@ class Analysis:
                 tt.timed_lock_ns += p.blocked_ns
             elif cause[0] == "lock":
                 tt.woken_lock_ns += p.blocked_ns
-            self.last_cause[p.task.tid] = cause
+            self.last_cause[p.task.tid] = seen if runtime else cause
             if p.unknown_ns:
                 tt.unknown_ns += p.unknown_ns
                 tt.unknown_by_cause[cause] = tt.unknown_by_cause.get(cause, 0) + p.unknown_ns

@@ -43,12 +43,12 @@ UNREAD = frozenset((NO_CHAIN, UNRESOLVED))
 # what analysis reads an unread wait as from the events alone: a wait ended by the
 # thread's child, a kernel thread's wait, a timed wait (same-length waits)
 _FROM_EVENTS = {"child": ("child", "woken by its child"), "kthread": ("poll/idle", "kernel thread"),
-                "timed": ("poll/idle", "timed wait")}
+                "timed": ("poll/idle", "timed wait"), "runtime": ("poll/idle", "JVM service thread")}
 
 
 def from_events(unread: tuple, what: str) -> tuple:
     """The cause an unread wait (``NO_CHAIN`` or ``UNRESOLVED``) is read as from the events
-    alone (``what``: child, kthread or timed), its label saying why the stack was not read."""
+    alone (``what``: child, kthread, runtime or timed), its label saying why the stack was not read."""
     cause, label = _FROM_EVENTS[what]
     return cause, f"{label} ({unread[1]})"
 
@@ -81,6 +81,21 @@ KTHREAD_COMM = re.compile(
     r"kthrotld$|psimon$|pool_workqueue|kvfree_rcu|ext4-rsv-conver|mm_percpu_wq$|"
     r"inet_frag_wq$|ipv6_addrconf$|netns$|kstrp$|zswap|hwrng$|nvme|loop\d+$|md$|"
     r"blkcg_punt_bio$|edac-poller$|devfreq_wq$|vmstat$|kpsmoused$|card\d+-crtc)")
+
+# A language runtime's own service threads, by name: the JVM's (HotSpot names them; comm
+# keeps 15 characters) GC workers, JIT compilers, VM thread and reference handlers wait for
+# work. Their futex waits cannot be read from their stacks -- glibc has no frame pointers,
+# so the call chain ends at __futex_abstimed_wait_common -- and a CPU-bound Java program
+# read "waiting, lock (futex) 100%: fix the lock" from an idle "GC Thread#0" (held out,
+# fixture jvm_spin). Their lock and unread waits are waiting for work (RUNTIME_IDLE);
+# the application's threads, whose waits they end, keep their own causes.
+RUNTIME_COMM = re.compile(
+    r"^(VM Thread|VM Periodic Tas|GC Thread#\d+|G1 (Main Marker|Conc#\d+|Refine#\d+|Service|"
+    r"Young RemSet)|ParGC Thread#\d+|C[12] CompilerThre|Reference Handl|Finalizer|"
+    r"Signal Dispatch|Service Thread|Monitor Deflati|Sweeper thread|Notification Th|"
+    r"Common-Cleaner|Attach Listener|JVMCI CompilerT|Z(Director|Driver|Stat|Worker#\d+|"
+    r"UncommitterN?|Unmapper|Runtime Worker)|Shenandoah|VM Thread)$")
+RUNTIME_IDLE = ("poll/idle", "JVM service thread")
 
 FAULT = r"page_fault|handle_mm_fault|^__do_fault$|^do_fault$|handle_userfault"
 # under a fault, the first matching rule (anywhere in the kernel stack) decides

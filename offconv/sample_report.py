@@ -53,7 +53,7 @@ from .model import (KERNEL, MARKER, OFFCPU, ONCPU, RUNQ, SAMPLES, STATE, THREAD,
                     USER, WAKER_DELIMITER, WAKEUP, BLOCKED, CLOCK_EVENTS)
 from .options import ReportOptions
 from .units import human_us, ns_to_us, plural
-from .verdict import CAUSE_TEXT, FIX, TRACER, material_groups
+from .verdict import CAUSE_TEXT, TRACER, fix_for, material_groups
 
 LATENCY_MAJORITY = 0.5     # latency causes hold this share of a thread's off-CPU time
 SCHED_LEAF_SHARE = 0.5     # on-CPU samples: this much weight in switch-out stacks -> hint
@@ -300,7 +300,7 @@ def _stack_verdict(threads: list, mode: str, ropts: ReportOptions, scale: float)
                             "tid": t.tid, "share_of_thread": None,
                             "share_of_offcpu": round(lat_causes[cause] / t.weight, 4),
                             "us": _us(lat_causes[cause] * scale), "p99_us": None,
-                            "woken_by": waker, "next_step": FIX.get(cause[0])}
+                            "woken_by": waker, "next_step": fix_for(cause)}
     ctext = "" if cause is None else (
         f", most in {CAUSE_TEXT[cause[0]]}{' (' + cause[1] + ')' if cause[1] else ''}"
         f" {human_us(_us(lat_causes[cause] * scale))}")
@@ -310,7 +310,7 @@ def _stack_verdict(threads: list, mode: str, ropts: ReportOptions, scale: float)
     head = (f"{_who(t)}: {share:.0%} of its {human_us(_us(t.weight * scale))} off-CPU "
             f"is in latency waits{ctext}{woke}{pre}")
     if waiting:
-        fix = FIX.get(cause[0] if cause else "other")
+        fix = fix_for(cause)
         verdict["answer"] = "waiting"
         verdict["reason"] = (f"{head}: {fix}; capacity cannot be decided (run-queue time "
                              f"is inside these numbers) ({assumed}).")

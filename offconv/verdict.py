@@ -378,6 +378,15 @@ FIX_BY_LABEL = {("lock", "mmap_lock"): (
     "mmap_lock, held by another thread's mmap, munmap, mprotect, madvise or brk (fewer or "
     "batched calls: an allocator that trims or a JIT that flips protections; more memory "
     "will not help)")}
+
+
+def fix_for(cause: tuple | None) -> str:
+    """The next step for a (cause, label): FIX_BY_LABEL's, else its cause's."""
+    if cause is None:
+        return FIX["other"]
+    return FIX_BY_LABEL.get(tuple(cause)) or FIX.get(cause[0], FIX["other"])
+
+
 CAUSE_TEXT = {"peer-cpu": "waits for another thread's CPU work", "disk": "disk waits", "lock": "lock waits", "network": "network waits",
               "poll/idle": "idle waits", "child": "waits for child processes",
               "sleep": "sleeps", "paging": "page-fault waits (memory pressure)",
@@ -460,7 +469,7 @@ def explain(d: Decision, ropts: ReportOptions) -> str:
 
 def _explain(d: Decision, ropts: ReportOptions) -> str:
     runq, blk = _runq_text(d), _blocked_text(d)
-    fix = FIX_BY_LABEL.get(d.cause) or FIX.get(d.cause[0] if d.cause else "other")
+    fix = fix_for(d.cause)
     if d.cause == NO_CHAIN:
         fix = "record with call chains (-g) to see what it waits for"
     elif d.cause == UNRESOLVED:
@@ -512,7 +521,7 @@ def verdict(an, ropts: ReportOptions, d: Optional[Decision] = None) -> dict:
             "cause": d.cause[0], "label": d.cause[1],
             "comm": d.cause_thread.comm, "tid": d.cause_thread.tid,
             "share_of_thread": round(d.cause_share, 4), "p99_us": d.cause_p99_us,
-            "woken_by": d.waker, "next_step": FIX.get(d.cause[0])},
+            "woken_by": d.waker, "next_step": fix_for(d.cause)},
         "idle_waits_counted": d.idle_counted,
         "workload": [{"comm": c, "tids": sorted(t.tid for t in ts), "busy_us": ns_to_us(b)}
                      for c, ts, b in sc.groups],

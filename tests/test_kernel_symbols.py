@@ -97,6 +97,13 @@ def test_unresolved_kernel_frames_are_read_from_wake_ups_and_said(name, tmp_path
     path.write_text(stripped)
     v = report_data(pipeline.load([str(path)], Options()))["verdict"]
     reason = v["reason"]
+    if name.startswith("go_"):
+        # a Go program's user frames (the runtime scheduler's, with frame pointers) still
+        # say what its threads wait for: the answer is read from them, not the kernel's
+        assert v["answer"] == exp["answer"], reason
+        assert v["cause"] is None or v["cause"]["label"].startswith("Go ") or \
+            v["cause"]["label"] == UNRESOLVED[1], v["cause"]
+        return
     assert v["blocked_unresolved_share"] > 0.5
     # never a stack-based cause the stacks cannot show
     assert v["cause"] is None or v["cause"]["label"] == UNRESOLVED[1], v["cause"]

@@ -461,9 +461,10 @@ def test_join_candidates_are_not_held_to_the_end(tmp_path, monkeypatch):
     until the end of the input (held there, 136k handoffs in 10 s kept every one, and
     their resolution removed each from a durations array: quadratic). The answer is the
     same: every handoff a lock wait, the last wait, ended as the worker ends, a join."""
-    from offconv.analysis import THREAD_JOIN, Analysis
+    from offconv.analysis import JOIN_EXIT_NS, THREAD_JOIN, Analysis
     path = tmp_path / "handoff.perf-script.txt"
-    path.write_text(_handoff_trace(3000))
+    # handoffs further apart than JOIN_EXIT_NS: only the last wait can be the join
+    path.write_text(_handoff_trace(3000, period_us=JOIN_EXIT_NS // 1000 + 1000))
     most = [0]
     real = Analysis.add_period
 
@@ -623,3 +624,28 @@ def test_a_go_runtime_m_idle_in_the_scheduler_is_not_a_lock_wait(reports):
         an = pipeline.load([str(VERDICT / name / f"{name}.perf-script.txt.gz")], Options()).analysis
         named = an.threads[v["cause"]["tid"]]
         assert named.oncpu_ns > 100_000_000, (named.tid, named.oncpu_ns)
+
+
+def test_a_jvm_service_thread_idles_and_a_jvm_join_is_a_join(reports):
+    """The JVM's GC, JIT and VM threads wait for work in futexes whose call chains end in
+    glibc: a CPU-bound Java program read "GC Thread#0 spends 100% of its wall time in lock
+    waits (futex): fix the lock", and a monitor's contention named the same idle GC thread
+    (jvm_spin, jvm_lock, held out). A Java thread ends 2.1 ms after it wakes its joiner."""
+    from offconv.analysis import JOIN_EXIT_NS, THREAD_JOIN
+    from offconv.causes import RUNTIME_COMM, RUNTIME_IDLE
+    for comm in ("GC Thread#0", "G1 Conc#0", "G1 Main Marker", "C2 CompilerThre",
+                 "VM Thread", "VM Periodic Tas", "Reference Handl", "Common-Cleaner"):
+        assert RUNTIME_COMM.match(comm), comm
+    for comm in ("java", "spinner-0", "GC Thread", "Thread-0", "main"):
+        assert not RUNTIME_COMM.match(comm), comm
+    assert 2_100_000 < JOIN_EXIT_NS < 9_000_000   # and a lock released 9 ms before is none
+    spin = reports.setdefault("jvm_spin", _report("jvm_spin"))["verdict"]
+    assert spin["answer"] == "on-cpu", spin["reason"]
+    an = pipeline.load([str(VERDICT / "jvm_spin" / "jvm_spin.perf-script.txt.gz")], Options()).analysis
+    gc = next(t for t in an.threads.values() if t.comm == "GC Thread#0")
+    # (all but what it waited for before HotSpot named it: 13 us, as "java")
+    assert gc.by_cause[RUNTIME_IDLE] > 0.999 * gc.blocked_ns, gc.by_cause
+    main = an.threads[25010]   # the Java main thread in Thread.join
+    assert main.by_cause.get(THREAD_JOIN, 0) > 2_900_000_000, main.by_cause
+    lock = reports.setdefault("jvm_lock", _report("jvm_lock"))["verdict"]
+    assert lock["answer"] == "waiting" and lock["cause"]["comm"].startswith("locker-"), lock["reason"]
