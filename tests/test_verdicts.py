@@ -649,3 +649,17 @@ def test_a_jvm_service_thread_idles_and_a_jvm_join_is_a_join(reports):
     assert main.by_cause.get(THREAD_JOIN, 0) > 2_900_000_000, main.by_cause
     lock = reports.setdefault("jvm_lock", _report("jvm_lock"))["verdict"]
     assert lock["answer"] == "waiting" and lock["cause"]["comm"].startswith("locker-"), lock["reason"]
+
+
+@pytest.mark.parametrize("name", ["jvm_lock", "mmap_lock", "go_sleep", "victim_before"])
+def test_a_kernel_thread_in_a_filtered_recording_is_a_switch_partner(name, reports):
+    """A recording filtered to a command (record.sh -- CMD, perf record -p) sees kernel
+    threads only where they switch with the workload's: DAMON's kdamond.0, busy 1 s beside
+    a Java lock's threads, was listed as the workload with them (jvm_lock, held out), as
+    were kworker, kcompactd and khugepaged threads in ten other recordings."""
+    from offconv.causes import KTHREAD_COMM
+    v = reports.setdefault(name, _report(name))["verdict"]
+    comms = [w["comm"] for w in v["workload"]]
+    assert comms and not [c for c in comms if KTHREAD_COMM.match(c)], comms
+    assert any(x["reason"].startswith("a kernel thread in a filtered recording")
+               for x in v["left_out"]), v["left_out"]
