@@ -116,7 +116,8 @@ class ThreadTotals(_Derived):
     __slots__ = ("comm", "pid", "tid", "blocked_ns", "runq_ns", "runq_preempted_ns",
                  "runq_idle_ns", "runq_throttled_ns", "oncpu_ns", "unknown_ns", "unknown_by_cause", "switches",
                  "inferred", "no_wakeup", "periods", "by_cause", "by_state",
-                 "cause_durations", "wakers", "runq_cont", "runq_idle", "timed_lock_ns", "woken_lock_ns", "woken")
+                 "cause_durations", "wakers", "runq_cont", "runq_idle", "timed_lock_ns", "woken_lock_ns", "woken",
+                 "lock_after_sleep_ns")
 
     def __init__(self, task):
         self.comm, self.pid, self.tid = task.comm, task.pid, task.tid
@@ -130,6 +131,7 @@ class ThreadTotals(_Derived):
         self.woken = 0                    # blocked periods ended by a wakeup seen
         self.timed_lock_ns = 0            # futex waits ended by a timer
         self.woken_lock_ns = 0            # futex waits ended by another task
+        self.lock_after_sleep_ns = 0      # lock waits ended by a task that had just slept
         self.by_cause: dict = {}          # (cause, label) -> ns
         self.by_state: dict = {}          # state letter -> blocked ns
         # run-queue durations (preempted included), kept once: behind another task, or
@@ -150,7 +152,7 @@ _KEYS: list = []       # the packed keys (comm, (cause, label), (cause, waker), 
 _KEY_IDS: dict = {}    # key -> its index in _KEYS (the process's own numbering)
 _SCALARS = ("blocked_ns", "runq_ns", "runq_preempted_ns", "runq_idle_ns", "runq_throttled_ns",
             "oncpu_ns", "unknown_ns", "periods", "woken", "timed_lock_ns", "woken_lock_ns",
-            "switches", "inferred", "no_wakeup")
+            "switches", "inferred", "no_wakeup", "lock_after_sleep_ns")
 _MAPS = ("by_cause", "unknown_by_cause", "wakers", "by_state")
 _NBITS = 12                      # a count of the packed dicts (and of cause_durations' keys)
 _NMAX = (1 << _NBITS) - 1        # beyond it, a thread stays unpacked
@@ -510,8 +512,8 @@ class Analysis:
         cause = None
         if p.blocked:
             waker = p.waker
-            cause = self.classify.period(p.stack, p.waker_stack,
-                                         self.last_cause.get(waker.tid) if waker else None)
+            waker_cause = self.last_cause.get(waker.tid) if waker else None
+            cause = self.classify.period(p.stack, p.waker_stack, waker_cause)
             # what a thread it wakes later reads its last wait as (refine's idle waker):
             # what the stacks say, also for a runtime's service thread
             seen = cause
@@ -555,6 +557,10 @@ class Analysis:
                 tt.timed_lock_ns += p.blocked_ns
             elif cause[0] == "lock":
                 tt.woken_lock_ns += p.blocked_ns
+                if waker_cause is not None and waker_cause[0] == "sleep":
+                    # its waker had just slept: it sleeps holding the lock, or it hands out
+                    # work at its sleeps' pace (a condition variable; the events cannot tell)
+                    tt.lock_after_sleep_ns += p.blocked_ns
             self.last_cause[p.task.tid] = seen if runtime else cause
             if p.unknown_ns:
                 tt.unknown_ns += p.unknown_ns

@@ -476,9 +476,33 @@ def explain(d: Decision, ropts: ReportOptions) -> str:
     return text
 
 
+# the share of the named thread's lock time ended by a waker that had just slept from
+# which the advice names that sleep (a lock held across a sleep, or a condition variable
+# fed at a sleep's pace: a consumer of a producer pacing itself with usleep read "fix the
+# lock", 95% of its wall time; held out, fixture cv_paced)
+AFTER_SLEEP_SHARE = 0.5
+
+
+def _after_sleep(d: Decision) -> bool:
+    t = d.cause_thread
+    if t is None or not d.cause or d.cause[0] != "lock" or not d.waker or d.waker[:1] == "(":
+        return False
+    lock = t.by_cause.get(d.cause, 0)
+    return lock > 0 and t.lock_after_sleep_ns >= AFTER_SLEEP_SHARE * lock
+
+
+def _fix(d: Decision) -> str:
+    """The next step for the decision's cause (fix_for), or its waker's sleep's."""
+    if _after_sleep(d):
+        return (f"shorten or remove its waker's sleep ({d.waker} wakes it right after "
+                "sleeping: it sleeps holding the lock, or hands out work at the pace of its "
+                "sleeps through a queue or condition variable; the events cannot tell which)")
+    return fix_for(d.cause)
+
+
 def _explain(d: Decision, ropts: ReportOptions) -> str:
     runq, blk = _runq_text(d), _blocked_text(d)
-    fix = fix_for(d.cause)
+    fix = _fix(d)
     if d.cause == NO_CHAIN:
         fix = "record with call chains (-g) to see what it waits for"
     elif d.cause == UNRESOLVED:
@@ -530,7 +554,7 @@ def verdict(an, ropts: ReportOptions, d: Optional[Decision] = None) -> dict:
             "cause": d.cause[0], "label": d.cause[1],
             "comm": d.cause_thread.comm, "tid": d.cause_thread.tid,
             "share_of_thread": round(d.cause_share, 4), "p99_us": d.cause_p99_us,
-            "woken_by": d.waker, "next_step": fix_for(d.cause)},
+            "woken_by": d.waker, "next_step": _fix(d)},
         "idle_waits_counted": d.idle_counted,
         "workload": [{"comm": c, "tids": sorted(t.tid for t in ts), "busy_us": ns_to_us(b)}
                      for c, ts, b in sc.groups],
