@@ -29,6 +29,11 @@ from .units import ns_to_us
 
 
 UNWOKEN_LOCK = ("lock?", "futex, no wakeup seen")   # resolved by Analysis.finish
+# a thread's futex waits ended within JOIN_EXIT_NS before it ends: a worker parked for work
+# until its process shut down and woke it (a handshake or two) to exit, not a lock -- node's
+# idle V8 and libuv threads read "waiting, lock (futex) 100%, p99 3 s" beside a busy main
+# thread (held out, fixture node_spin)
+WOKEN_TO_EXIT = ("poll/idle", "woken to exit")
 MAX_GENERATIONS = 16    # creators followed up from a waker (woken_by_child)
 # a wait ended by its child is a wait for that child's exit when the child ended this soon
 # after the wake-up (exit_notify wakes the parent, then the task switches out for good:
@@ -469,6 +474,9 @@ class Analysis:
     pending_child: dict = field(default_factory=dict, repr=False)
     _pending_n: int = 0
     _joins_by_waker: dict = field(default_factory=dict, repr=False)  # waker tid -> [number]
+    # tid -> its lock waits ended in the last JOIN_EXIT_NS of its periods, each (wake-up
+    # time, ns, unknown ns, cause, waker's name): read when it ends (exited)
+    _last_lock: dict = field(default_factory=dict, repr=False)
     _pending_of: dict = field(default_factory=dict, repr=False)      # waiter tid -> its waits there
     unread: list = field(default_factory=list, repr=False)   # this input's UNREAD waits
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
@@ -509,6 +517,13 @@ class Analysis:
         self.n_periods += 1
         if self._joins_by_waker and p.task.tid in self._joins_by_waker:
             self._settle_joins(p.task.tid, p.start_ns if p.end_ns is None else p.end_ns)
+        last_lock = self._last_lock
+        if last_lock and tt.tid in last_lock:
+            recent = [w for w in last_lock[tt.tid] if p.start_ns - w[0] <= JOIN_EXIT_NS]
+            if recent:
+                last_lock[tt.tid] = recent
+            else:
+                del last_lock[tt.tid]
         cause = None
         if p.blocked:
             waker = p.waker
@@ -577,6 +592,9 @@ class Analysis:
                        else INTERRUPT_WAKER_NAME if ws and woken_in_interrupt(ws)
                        else p.waker.comm)
                 tt.wakers[wk] = tt.wakers.get(wk, 0) + d
+                if cause[0] == "lock" and p.woke_ns is not None:
+                    last_lock.setdefault(tt.tid, []).append((p.woke_ns, d, p.unknown_ns, cause,
+                                                             wk[1]))
             tt.blocked_ns += d
             tt.by_cause[cause] = tt.by_cause.get(cause, 0) + d
             tt.by_state[p.state] = tt.by_state.get(p.state, 0) + d
@@ -705,7 +723,7 @@ class Analysis:
                     self.last_cause[tt.tid] = timed
         self.pinned.clear()   # pending_child and unread are empty: nothing holds a thread
 
-    def exited(self, tid, held=None) -> None:
+    def exited(self, tid, held=None, at=None) -> None:
         """A thread ended (its switch-out in state X or Z): it has no more periods, so
         its sums are packed (PackedThread) and its interval counts taken over, unless a
         wait of it is still to be decided at the end of the input (``pinned``) or at the
@@ -715,6 +733,7 @@ class Analysis:
             self._dead.append(tid)
             if len(self._dead) >= PURGE_EVERY:
                 self._purge(held())
+        self.woken_to_exit(tid, at)
         tt = self.threads.live.get(tid)
         if (tt is None or tid in self.pinned
                 or UNWOKEN_LOCK in tt.by_cause):   # (decided by finish(), at the end)
@@ -727,6 +746,16 @@ class Analysis:
         self.threads.pack(tid)
         # (last_in and last_cause stay: the wait its exit ended, its parent's, is read when
         # that parent is switched in, after this)
+
+    def woken_to_exit(self, tid, at) -> None:
+        """Thread ``tid`` ended at ``at``: its futex waits ended within JOIN_EXIT_NS before
+        are WOKEN_TO_EXIT (exited runs it before packing the thread)."""
+        tt = self.threads.live.get(tid)
+        for wake_ns, d, unknown, cause, waker in self._last_lock.pop(tid, ()):
+            if tt is not None and at is not None and at - wake_ns <= JOIN_EXIT_NS:
+                _recause(tt, cause, WOKEN_TO_EXIT, d, unknown, waker)
+                if self.last_cause.get(tid) == cause:
+                    self.last_cause[tid] = WOKEN_TO_EXIT
 
     def _purge(self, held: set) -> None:
         """Forget what the threads that ended a round ago left in ``last_in``,

@@ -228,7 +228,7 @@ def drive(events: Iterable, path: str, emit, lenient: bool = False,
     keeps no per-thread stats (``threads``, ``exits``, ``parents``: the analysis's), so
     that a stack output's memory does not grow with the threads the input had; a `perf
     record -p` recording keeps them all the same (its warning names its threads).
-    ``on_exit(tid, held)``: called when a thread has ended, after its last record was
+    ``on_exit(tid, held, t)``: called when a thread has ended (at ``t``), after its last record was
     handed to ``emit`` (not for a `perf record -p` recording, which has no switch-ins);
     ``held()`` gives the tids the machine's state still names (``_Machine.held``)."""
     machine, events = _machine(events, path, lenient, stats, system_wide, tail, emit, oncpu,
@@ -389,7 +389,7 @@ class _Machine:
             if prev.tid:
                 self.stats["exits"][prev.tid] = t
                 if self.on_exit is not None:
-                    self.on_exit(prev.tid, self.held)
+                    self.on_exit(prev.tid, self.held, t)
             return
         phase = RQ if is_preempted(ev.prev_state) else BLK
         th = self.threads[key] = _Thread(phase, t, ev.prev_state, ev.stack, prev)

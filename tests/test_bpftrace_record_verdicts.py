@@ -277,3 +277,15 @@ def test_sync_waits_are_disk_waits():
     wb = stack("ksys_sync", "__filemap_fdatawait_range", "folio_wait_writeback", "io_schedule",
                "schedule")
     assert classify(wb) == ("disk", "io")
+
+
+def test_the_jvms_own_threads_are_not_the_workload():
+    """A CPU-bound Java program recorded with bpftrace listed the JVM's GC, compiler and
+    VM threads as its workload, each "lock (futex)" for the whole window (jvm_spin.txt,
+    held out): they wait for work. The java thread in its join still reads as a lock wait:
+    the in-kernel sums carry no wake-ups to tell a join by (a known miss: perf's recording
+    of the same program reads on-cpu)."""
+    v = report(FIX / "jvm_spin.txt")["verdict"]
+    comms = {w["comm"] for w in v["workload"]}
+    assert comms == {"java", "spinner-0", "spinner-1"}, comms
+    assert (v["answer"], v["cause"]["comm"]) == ("waiting", "java"), v["reason"]
