@@ -477,6 +477,7 @@ class Analysis:
     # tid -> its lock waits ended in the last JOIN_EXIT_NS of its periods, each (wake-up
     # time, ns, unknown ns, cause, waker's name): read when it ends (exited)
     _last_lock: dict = field(default_factory=dict, repr=False)
+    _runtime_comm: dict = field(default_factory=dict, repr=False)   # comm -> RUNTIME_COMM's
     _pending_of: dict = field(default_factory=dict, repr=False)      # waiter tid -> its waits there
     unread: list = field(default_factory=list, repr=False)   # this input's UNREAD waits
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
@@ -534,7 +535,10 @@ class Analysis:
             seen = cause
             pending = None
             unread = unread_stack(p.stack) if cause == NO_CAUSE else None
-            runtime = RUNTIME_COMM.match(p.task.comm)   # a JVM's GC, JIT or VM thread
+            comm = p.task.comm
+            runtime = self._runtime_comm.get(comm)      # a JVM's GC, JIT or VM thread
+            if runtime is None:
+                runtime = self._runtime_comm[comm] = RUNTIME_COMM.match(comm) is not None
             if runtime and unread is not None:
                 cause, unread = from_events(unread, "runtime"), None
             elif runtime and cause[0] in ("lock", "other"):

@@ -94,7 +94,7 @@ RUNTIME_COMM = re.compile(
     r"Young RemSet)|ParGC Thread#\d+|C[12] CompilerThre|Reference Handl|Finalizer|"
     r"Signal Dispatch|Service Thread|Monitor Deflati|Sweeper thread|Notification Th|"
     r"Common-Cleaner|Attach Listener|JVMCI CompilerT|Z(Director|Driver|Stat|Worker#\d+|"
-    r"UncommitterN?|Unmapper|Runtime Worker)|Shenandoah|VM Thread)$")
+    r"UncommitterN?|Unmapper|Runtime Worker)|Shenandoah)$")
 RUNTIME_IDLE = ("poll/idle", "JVM service thread")
 
 FAULT = r"page_fault|handle_mm_fault|^__do_fault$|^do_fault$|handle_userfault"
