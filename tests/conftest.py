@@ -13,6 +13,21 @@ def pytest_addoption(parser):
                      help="rewrite golden files with the current output")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_dir(tmp_path_factory):
+    """offconv's cache (the kallsyms snapshot: offconv.parsers.kallsyms_snapshot) in the
+    session's own directory, for every offconv the tests run, in this process or not: no
+    test reads or leaves the user's ~/.cache/offconv."""
+    import os
+    saved = os.environ.get("OFFCONV_CACHE_DIR")
+    os.environ["OFFCONV_CACHE_DIR"] = str(tmp_path_factory.mktemp("offconv-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("OFFCONV_CACHE_DIR", None)
+    else:
+        os.environ["OFFCONV_CACHE_DIR"] = saved
+
+
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES

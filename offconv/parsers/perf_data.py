@@ -60,6 +60,9 @@ def convert(path: str, demangle_here: bool = True, kallsyms: Optional[str] = Non
         err.close()
         if rc != 0:
             raise OffconvError(f"{path}: perf script failed: {_first_message(text, rc)}")
+        snapshot = getattr(stream.proc, "kallsyms_snapshot", None)
+        if snapshot is not None:
+            snapshot.settle()
         note = kernel_symbols_note(path, text, perf, kallsyms)
         return [note] if note else []
 
@@ -121,6 +124,13 @@ def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True
     err = tempfile.TemporaryFile()
     out = tempfile.TemporaryFile()
     args = [perf, "script", "-i", path, *_kallsyms_arg(kallsyms)]
+    snapshot = None
+    if not kallsyms and fields:
+        # a copy of /proc/kallsyms while the kernel's symbols stay the same: 30-40 ms less
+        from .kallsyms_snapshot import begin
+        snapshot = begin(path)
+        if snapshot is not None:
+            args.extend(snapshot.args)
     header = _samples_header(path)
     if header is not None:
         if fields:
@@ -128,6 +138,7 @@ def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True
         if demangle_here and _no_demangle(path, *header):
             args.append("--no-demangle")
     proc = subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+    proc.kallsyms_snapshot = snapshot
     return proc, err, out
 
 

@@ -1,0 +1,255 @@
+"""perf script given a snapshot of /proc/kallsyms instead of the kernel's own file
+(offconv.parsers.kallsyms_snapshot): made once, used while the kernel's symbols stay the
+same, and the output is perf's own, byte for byte. Recordings are made here (perf, root)."""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from offconv.cli import app
+from offconv.parsers import kallsyms_snapshot as ks
+from offconv.parsers import perf_data
+
+needs_perf_root = pytest.mark.skipif(shutil.which("perf") is None or os.geteuid() != 0,
+                                     reason="recording needs perf and root")
+no_kcore = pytest.mark.skipif(os.path.exists(ks.PROC_KCORE),
+                              reason="with /proc/kcore, perf reads /proc/kallsyms itself")
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory) -> Path:
+    """1 s of a read loop, system-wide with call chains: kernel frames in most samples."""
+    if shutil.which("perf") is None or os.geteuid() != 0:
+        pytest.skip("recording needs perf and root")
+    data = tmp_path_factory.mktemp("ks") / "perf.data"
+    subprocess.run(["perf", "record", "-q", "-a", "-g", "-F", "999", "-o", str(data), "--",
+                    "dd", "if=/dev/zero", "of=/dev/null", "bs=64", "count=400000"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return data
+
+
+@pytest.fixture
+def perf_args(monkeypatch):
+    """The command lines of the perf scripts offconv runs."""
+    started = []
+    real = perf_data.subprocess.Popen
+
+    def spy(args, *a, **kw):
+        if "script" in args:
+            started.append(list(args))
+        return real(args, *a, **kw)
+    monkeypatch.setattr(perf_data.subprocess, "Popen", spy)
+    return started
+
+
+def _folded(data: Path, out: Path) -> str:
+    r = CliRunner().invoke(app, [str(data), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    return out.read_text()
+
+
+def _snapshots(directory: Path) -> list:
+    return sorted(p for p in directory.iterdir() if p.name.startswith("kallsyms-"))
+
+
+@needs_perf_root
+def test_the_build_ids_are_perfs(recording):
+    listed = subprocess.run(["perf", "buildid-list", "-i", str(recording)], capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    kernel = [line.split()[0] for line in listed if line.endswith("[kernel.kallsyms]")]
+    assert kernel and ks.recorded_kernel_build_id(str(recording)) == kernel[0]
+    running = subprocess.run(["perf", "buildid-list", "-k"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    assert ks.running_build_id() == running
+    assert ks.recorded_kernel_build_id(os.devnull) is None
+
+
+@needs_perf_root
+@no_kcore
+def test_a_snapshot_is_made_then_read_by_perf_and_the_output_is_unchanged(
+        recording, tmp_path, monkeypatch, perf_args):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(ks.CACHE_ENV, str(cache))
+    monkeypatch.setenv(ks.ENV, "0")
+    plain = _folded(recording, tmp_path / "plain.folded")
+    assert not cache.exists() and not any("--kallsyms" in " ".join(a) for a in perf_args)
+
+    monkeypatch.delenv(ks.ENV)
+    first = _folded(recording, tmp_path / "first.folded")   # perf reads /proc; cat copies it
+    assert first == plain
+    snaps = _snapshots(cache)
+    assert len(snaps) == 1, snaps
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    assert stat.S_IMODE(snaps[0].stat().st_mode) == 0o600
+    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no temporary left
+    # the kernel's own symbols, as perf reads them (lines of BPF programs and trampolines
+    # may come and go meanwhile: perf drops those, see the last test)
+    own = [ln for ln in Path(ks.PROC_KALLSYMS).read_text().splitlines() if "\t[" not in ln]
+    assert [ln for ln in snaps[0].read_text().splitlines() if "\t[" not in ln] == own
+
+    second = _folded(recording, tmp_path / "second.folded")  # perf reads the snapshot
+    assert f"--kallsyms={snaps[0]}" in perf_args[-1]
+    assert second == plain
+
+    # it is the snapshot that perf reads: a kernel symbol renamed in it is renamed in
+    # the output (what a stale snapshot would do, which its key prevents)
+    name = "do_syscall_64"
+    assert f";{name};" in plain
+    text = snaps[0].read_text()
+    assert f" {name}\n" in text
+    snaps[0].write_text(text.replace(f" {name}\n", " renamed_in_the_snapshot\n"))
+    renamed = _folded(recording, tmp_path / "renamed.folded")
+    assert ";renamed_in_the_snapshot;" in renamed and f";{name};" not in renamed
+
+
+@needs_perf_root
+@no_kcore
+def test_a_new_key_makes_a_new_snapshot_and_drops_the_old(recording, tmp_path, monkeypatch,
+                                                           perf_args):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(ks.CACHE_ENV, str(cache))
+    _folded(recording, tmp_path / "a.folded")
+    old = _snapshots(cache)
+    assert len(old) == 1
+    modules = tmp_path / "modules"   # as if a module were loaded since
+    modules.write_text("ext4 1089536 2 - Live 0xffffffffc0400000\n")
+    monkeypatch.setattr(ks, "PROC_MODULES", str(modules))
+    _folded(recording, tmp_path / "b.folded")
+    assert not any(a.startswith("--kallsyms") for a in perf_args[-1]), perf_args[-1]
+    new = _snapshots(cache)
+    assert len(new) == 1 and new != old
+    _folded(recording, tmp_path / "c.folded")
+    assert f"--kallsyms={new[0]}" in perf_args[-1]
+
+
+@needs_perf_root
+def test_no_snapshot_where_perf_would_not_read_proc_kallsyms(recording, tmp_path, monkeypatch):
+    monkeypatch.setenv(ks.CACHE_ENV, str(tmp_path / "cache"))
+    notes = tmp_path / "notes"   # another kernel runs: the recording's is not the host's
+    notes.write_bytes((4).to_bytes(4, "little") + (20).to_bytes(4, "little")
+                      + (3).to_bytes(4, "little") + b"GNU\0" + bytes(range(20)))
+    monkeypatch.setattr(ks, "KERNEL_NOTES", str(notes))
+    assert ks.running_build_id() == bytes(range(20)).hex()
+    assert ks.begin(str(recording)) is None
+    monkeypatch.undo()
+    monkeypatch.setenv(ks.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(ks, "PROC_KCORE", str(notes))   # a /proc/kcore: perf maps the kernel from it
+    assert ks.begin(str(recording)) is None
+    monkeypatch.setattr(ks, "PROC_KCORE", str(tmp_path / "no-kcore"))
+    monkeypatch.setenv(ks.ENV, "0")
+    assert ks.begin(str(recording)) is None
+    monkeypatch.delenv(ks.ENV)
+    monkeypatch.setenv(ks.CACHE_ENV, "relative/dir")
+    assert ks.begin(str(recording)) is None
+    monkeypatch.setenv(ks.CACHE_ENV, str(tmp_path / "cache"))
+    snap = ks.begin(str(recording))   # all hold: one is made (perf reads /proc meanwhile)
+    assert snap is not None and snap.args == []
+    snap.settle()
+    made = _snapshots(tmp_path / "cache")
+    assert len(made) == 1
+    used = ks.begin(str(recording))
+    assert used is not None and used.args == [f"--kallsyms={made[0]}"]
+    os.chmod(made[0], 0o644)   # readable by others: not ours as made, not used
+    assert ks.begin(str(recording)).args == []
+
+
+def test_the_key_follows_the_boot_the_modules_and_kptr_restrict(tmp_path, monkeypatch):
+    modules = tmp_path / "modules"
+    boot = tmp_path / "boot_id"
+    kptr = tmp_path / "kptr_restrict"
+    monkeypatch.setattr(ks, "PROC_MODULES", str(modules))
+    monkeypatch.setattr(ks, "BOOT_ID", str(boot))
+    monkeypatch.setattr(ks, "KPTR_RESTRICT", str(kptr))
+    boot.write_text("2f1d0c1e-0000-4000-8000-000000000001\n")
+    kptr.write_text("0\n")
+    modules.write_text("ext4 1089536 2 - Live 0xffffffffc0400000\n"
+                       "crc16 12288 1 ext4, Live 0xffffffffc0300000\n")
+    key = ks.current_key()
+    assert key == ks.current_key()
+    # use counts and users change all the time: the symbols do not
+    modules.write_text("crc16 12288 3 ext4,jbd2, Live 0xffffffffc0300000\n"
+                       "ext4 1089536 7 - Live 0xffffffffc0400000\n")
+    assert ks.current_key() == key
+    modules.write_text("ext4 1089536 2 - Live 0xffffffffc0500000\n"   # loaded again elsewhere
+                       "crc16 12288 1 ext4, Live 0xffffffffc0300000\n")
+    moved = ks.current_key()
+    assert moved != key
+    modules.write_text("crc16 12288 1 ext4, Live 0xffffffffc0300000\n")   # unloaded
+    assert ks.current_key() not in (key, moved)
+    modules.unlink()   # a kernel without modules
+    assert ks.current_key() is not None
+    modules.write_text("ext4 1089536 2 - Live 0xffffffffc0400000\n"
+                       "crc16 12288 1 ext4, Live 0xffffffffc0300000\n")
+    kptr.write_text("2\n")   # addresses hidden from readers now
+    assert ks.current_key() != key
+    kptr.write_text("0\n")
+    boot.write_text("2f1d0c1e-0000-4000-8000-000000000002\n")   # another boot: KASLR moved
+    assert ks.current_key() != key
+    boot.unlink()
+    assert ks.current_key() is None
+
+
+def test_a_failed_conversion_keeps_no_snapshot(tmp_path, monkeypatch):
+    """A copy being made when the conversion ends without success (perf failed, a usage
+    error) is removed at exit (atexit), not kept."""
+    monkeypatch.setattr(ks, "running_build_id", lambda: "ab" * 20)
+    monkeypatch.setattr(ks, "recorded_kernel_build_id", lambda path: "ab" * 20)
+    monkeypatch.setattr(ks, "PROC_KCORE", str(tmp_path / "no-kcore"))
+    monkeypatch.setenv(ks.CACHE_ENV, str(tmp_path / "cache"))
+    snap = ks.begin("x.data")
+    assert snap is not None and snap.args == []
+    snap._abandon()
+    assert not list((tmp_path / "cache").iterdir())
+
+
+@needs_perf_root
+@pytest.mark.skipif(shutil.which("bpftrace") is None, reason="bpftrace not installed")
+def test_bpf_programs_in_kallsyms_do_not_change_perfs_output(tmp_path):
+    """What makes a snapshot without [bpf] lines safe: a recording with samples in two
+    loaded BPF programs converts byte-identically with /proc/kallsyms as it was while
+    they ran (their [bpf] lines in it), without those lines, and after they are gone.
+    perf names the programs from the recording's ksymbol events."""
+    sysctl = Path("/proc/sys/net/core/bpf_jit_kallsyms")
+    saved = sysctl.read_text() if sysctl.exists() else None
+    if saved is not None and saved.strip() != "1":
+        sysctl.write_text("1\n")
+    bt = subprocess.Popen(["bpftrace", "-e", "tracepoint:syscalls:sys_enter_read { @r[comm] = count(); } "
+                           "tracepoint:sched:sched_switch { @s[cpu] = count(); }"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        during = ""
+        for _ in range(100):   # until both programs are listed
+            during = Path(ks.PROC_KALLSYMS).read_text()
+            if during.count("\t[bpf]") >= 2:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.skip("bpftrace's programs are not listed in /proc/kallsyms here")
+        data = tmp_path / "bpf.data"
+        subprocess.run(["perf", "record", "-q", "-a", "-g", "-F", "4999", "-o", str(data), "--",
+                        "dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=300000"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        bt.terminate()
+        bt.wait(timeout=30)
+        if saved is not None and saved.strip() != "1":
+            sysctl.write_text(saved)
+    with_bpf = tmp_path / "during"
+    with_bpf.write_text(during)
+    without = tmp_path / "without"
+    without.write_text("".join(ln for ln in during.splitlines(keepends=True) if "\t[" not in ln))
+
+    def script(*extra):
+        return subprocess.run(["perf", "script", "-i", str(data), *extra], capture_output=True,
+                              check=True).stdout
+    now = script()
+    assert b"bpf_prog_" in now and b"_sys_enter_read" in now   # samples in a BPF program
+    assert script(f"--kallsyms={with_bpf}") == now
+    assert script(f"--kallsyms={without}") == now
