@@ -486,3 +486,32 @@ def test_svg_names_made_while_perf_prints_draw_the_same(text, args, perf_plays, 
             # FakePerf prints its second part after 50 polls: the first part's stacks were
             # named meanwhile (a small text is read whole before a stack is summed)
             assert used and used[0] > 0, used
+
+
+@pytest.mark.skipif(shutil.which("perf") is None or os.geteuid() != 0,
+                    reason="recording needs perf and root")
+def test_a_recording_without_call_chains_is_not_split(tmp_path, monkeypatch):
+    """Its one-line events parse three to four times as fast as perf prints them: no
+    child is forked for it (FollowSplit), where a recording with call chains has one."""
+    made = []
+    real = parallel.FollowSplit.__init__
+
+    def init(self, *a, **kw):
+        made.append(True)
+        real(self, *a, **kw)
+    monkeypatch.setattr(parallel.FollowSplit, "__init__", init)
+    monkeypatch.setattr(parallel, "enabled", lambda: True)
+    for flags, split in (([], False), (["-g"], True)):
+        data = tmp_path / f"rec{len(flags)}.data"
+        subprocess.run(["perf", "record", "-q", "-a", "-F", "4999", *flags, "-o", str(data), "--",
+                        "sleep", "1"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert os.path.getsize(data) >= parallel.FOLLOW_MIN_BYTES // 64
+        assert perf_data.without_callchains(str(data)) is not split
+        made.clear()
+        code, out, _ = convert(monkeypatch, tmp_path, "2", data, "--to", "svg")
+        assert code == 0, out
+        assert made == ([True] if split else []), flags
+    sched = FIX / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.data"
+    assert not perf_data.without_callchains(str(sched))   # tracepoints, call chains
+    assert not perf_data.without_callchains(os.devnull)

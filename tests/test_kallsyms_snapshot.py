@@ -17,6 +17,7 @@ from offconv.cli import app
 from offconv.parsers import kallsyms_snapshot as ks
 from offconv.parsers import perf_data
 
+FIXTURES = Path(__file__).parent / "fixtures"
 needs_perf_root = pytest.mark.skipif(shutil.which("perf") is None or os.geteuid() != 0,
                                      reason="recording needs perf and root")
 no_kcore = pytest.mark.skipif(os.path.exists(ks.PROC_KCORE),
@@ -127,6 +128,20 @@ def test_a_new_key_makes_a_new_snapshot_and_drops_the_old(recording, tmp_path, m
     assert len(new) == 1 and new != old
     _folded(recording, tmp_path / "c.folded")
     assert f"--kallsyms={new[0]}" in perf_args[-1]
+
+
+def test_no_snapshot_for_a_recording_of_another_kernel(tmp_path, monkeypatch):
+    """The fixture was recorded on another kernel build: perf finds no symbols for it
+    (every kernel frame [unknown]); given this kernel's kallsyms it would name them wrongly
+    (mptcp_remote_address, mptcp_pm_announce_addr where it printed [unknown], seen)."""
+    monkeypatch.setenv(ks.CACHE_ENV, str(tmp_path / "cache"))
+    other = FIXTURES / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.data"
+    recorded = ks.recorded_kernel_build_id(str(other))
+    assert recorded == "4a5a9b0affb66c437abcd455d2738af879985fa9"
+    if ks.running_build_id() == recorded:
+        pytest.skip("this machine runs the fixture's kernel build")
+    assert ks.begin(str(other)) is None
+    assert not (tmp_path / "cache").exists()
 
 
 @needs_perf_root

@@ -190,6 +190,35 @@ def _samples_header(path: str) -> Optional[tuple]:
     return head, data_at, data_size
 
 
+PERF_SAMPLE_CALLCHAIN = 1 << 5
+
+
+def without_callchains(path: str) -> bool:
+    """Whether the perf.data ``path`` is a recording of samples none of whose events
+    records a call chain (perf record without -g: no PERF_SAMPLE_CALLCHAIN in any event's
+    sample_type); False when its header is not read here."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(40)
+            if len(head) < 40 or head[:8] != MAGIC:
+                return False
+            size, attr_size, attrs_at, attrs_size = struct.unpack_from("<4Q", head, 8)
+            if size != 104 or attr_size < 32 or not 0 < attrs_size <= 1 << 20 \
+                    or attrs_size % attr_size:
+                return False
+            attrs = os.pread(f.fileno(), attrs_size, attrs_at)
+    except (OSError, struct.error):
+        return False
+    if len(attrs) != attrs_size:
+        return False
+    for i in range(0, attrs_size, attr_size):
+        kind, = struct.unpack_from("<I", attrs, i)
+        sample_type, = struct.unpack_from("<Q", attrs, i + 24)
+        if kind == PERF_TYPE_TRACEPOINT or sample_type & PERF_SAMPLE_CALLCHAIN:
+            return False
+    return True
+
+
 def _no_demangle(path: str, head: bytes, data_at: int, data_size: int) -> bool:
     """no_demangle of a file whose header _samples_header read."""
     from .demangle import cxxfilt
