@@ -79,6 +79,7 @@ class Decision:
     idle_counted: bool
     runq_throttled_share: float = 0.0      # of the run-queue time behind others: throttled
     unresolved_share: float = 0.0          # of the recording's blocked time: kernel frames unresolved
+    busy_thread: Optional[object] = None   # "waiting": a workload thread outside the core on CPU
 
 
 def _latency(cause: tuple, idle_counted: bool) -> bool:
@@ -348,7 +349,24 @@ def decide(an, ropts: ReportOptions) -> Decision:
     return Decision(answer, runq_long, blocked_long, uncertain, runq_share, blocked_share,
                     runq_p99, blocked_p99, ns_to_us(idle_wakeup), cause, cause_thread,
                     cause_share, cause_p99, waker, runq_thread, sc, idle_counted, throttled,
-                    unresolved_share(an))
+                    unresolved_share(an), _busy_beside(sc, ts) if answer == "waiting" else None)
+
+
+# A "waiting" answer is about the threads whose waits are latency (the core); another
+# thread of the workload on CPU for this share of its wall time or more bounds the work as
+# much (a pipeline's CPU-bound stage: held out, `tar c /usr/share | gzip -1` from a cold
+# page cache read "tar waits on disk 25%: fix the I/O path" while gzip ran 78% of the time
+# and waited 21% for tar's data: the I/O fix saves at most that 21%, gzip's CPU the rest)
+BUSY_SHARE = 0.7
+
+
+def _busy_beside(sc: Scope, core_threads: list):
+    """The workload thread outside the core with the largest on-CPU share of its wall
+    time, if that is BUSY_SHARE or more; else None."""
+    core_tids = {t.tid for t in core_threads}
+    busy = [t for t in sc.threads if t.tid not in core_tids and t.wall_ns
+            and t.oncpu_ns >= BUSY_SHARE * t.wall_ns]
+    return max(busy, key=lambda t: (t.oncpu_ns / t.wall_ns, -t.tid), default=None)
 
 
 def _group_share(groups: dict, part) -> float:
@@ -500,6 +518,14 @@ def _fix(d: Decision) -> str:
     return fix_for(d.cause)
 
 
+def _busy_text(d: Decision) -> str:
+    t = d.busy_thread
+    if t is None:
+        return ""
+    return (f" Beside it, {_who(t)} is on CPU {t.oncpu_ns / t.wall_ns:.0%} of its wall time: "
+            "its own CPU time bounds the work too: profile it on-CPU (perf record -F 99 -g).")
+
+
 def _explain(d: Decision, ropts: ReportOptions) -> str:
     runq, blk = _runq_text(d), _blocked_text(d)
     fix = _fix(d)
@@ -512,7 +538,7 @@ def _explain(d: Decision, ropts: ReportOptions) -> str:
                 "(cores, fewer jobs at once, priorities).")
     if d.answer == "waiting":
         tail = ("" if d.runq_long is None else ", adding cores will not help")
-        return f"{blk}; {runq}: {fix}{tail}."
+        return f"{blk}; {runq}: {fix}{tail}.{_busy_text(d)}"
     if d.answer == "capacity" and _throttled(d):
         return (f"{runq}; blocked {d.blocked_share:.0%}: the threads are runnable but held "
                 "back by their CPU quota (cgroup cpu.max / cpu.cfs_quota_us, a container's "
@@ -555,6 +581,9 @@ def verdict(an, ropts: ReportOptions, d: Optional[Decision] = None) -> dict:
             "comm": d.cause_thread.comm, "tid": d.cause_thread.tid,
             "share_of_thread": round(d.cause_share, 4), "p99_us": d.cause_p99_us,
             "woken_by": d.waker, "next_step": _fix(d)},
+        "busy_beside": None if d.busy_thread is None else {
+            "comm": d.busy_thread.comm, "tid": d.busy_thread.tid,
+            "oncpu_share": round(d.busy_thread.oncpu_ns / d.busy_thread.wall_ns, 4)},
         "idle_waits_counted": d.idle_counted,
         "workload": [{"comm": c, "tids": sorted(t.tid for t in ts), "busy_us": ns_to_us(b)}
                      for c, ts, b in sc.groups],

@@ -207,6 +207,45 @@ def test_a_program_blocked_for_long_is_not_diluted_by_busy_ones():
     assert d.answer == "capacity"
 
 
+def test_a_busy_stage_beside_a_waiting_one_is_said():
+    """`tar c /usr/share | gzip -1` from a cold page cache (held out, 2026-12-05, 10.8 s,
+    written down as 'on-cpu: gzip'): tar waited on disk 25% of its wall time, gzip ran 78%
+    and waited 21% for tar's data. The answer stays 'waiting' (tar's disk waits are long),
+    and the CPU-bound stage is said beside it: the I/O fix saves at most gzip's 21%."""
+    from offconv.options import ReportOptions
+    from offconv.verdict import decide, explain
+    disk = _k("folio_wait_bit", "io_schedule", "schedule")
+    pipe = _k("anon_pipe_read", "schedule")
+    tar = ("tar", 20, [(3000, "D", 1000, disk)] * 100)    # on CPU 75%, disk 25%
+    gzip = ("gzip", 21, [(8000, "S", 2000, pipe)] * 100)  # on CPU 80%, waiting for data
+    d = decide(_workload([tar, gzip]), ReportOptions())
+    assert d.answer == "waiting" and d.cause[0] == "disk" and d.cause_thread.comm == "tar"
+    assert [t.comm for t in d.scope.core] == ["tar"]
+    assert d.busy_thread is not None and d.busy_thread.comm == "gzip"
+    text = explain(d, ReportOptions())
+    assert "Beside it, gzip (tid 21) is on CPU 80% of its wall time" in text, text
+    assert text.index("fix the I/O path") < text.index("Beside it")
+    # a stage on CPU 60% of its time is not CPU-bound: nothing said
+    gzip = ("gzip", 21, [(6000, "S", 4000, pipe)] * 100)
+    d = decide(_workload([tar, gzip]), ReportOptions())
+    assert d.answer == "waiting" and d.busy_thread is None
+    assert "Beside it" not in explain(d, ReportOptions())
+    # and only beside a 'waiting' answer: a busy thread beside short waits is on-cpu's own
+    tar = ("tar", 20, [(9000, "D", 1000, disk)] * 100)
+    d = decide(_workload([tar, ("gzip", 21, [(8000, "S", 2000, pipe)] * 100)]), ReportOptions())
+    assert d.answer == "on-cpu" and d.busy_thread is None
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_no_busy_stage_is_said_where_none_was_seen(name, reports):
+    """None of the recorded waiting workloads has a thread outside the considered ones on
+    CPU 70% of its wall time or more (listed by a script over every fixture, 2026-12-05):
+    busy_beside stays null, the reason without its sentence."""
+    d = reports.setdefault(name, _report(name))
+    assert d["verdict"]["busy_beside"] is None, d["verdict"]["reason"]
+    assert "Beside it," not in d["verdict"]["reason"]
+
+
 def test_a_program_waiting_for_cpus_is_not_diluted_by_blocked_ones():
     lock = _k("futex_wait", "schedule")
     spin = _k("asm_sysvec_apic_timer_interrupt", "schedule")
