@@ -478,6 +478,9 @@ class Analysis:
     # time, ns, unknown ns, cause, waker's name): read when it ends (exited)
     _last_lock: dict = field(default_factory=dict, repr=False)
     _runtime_comm: dict = field(default_factory=dict, repr=False)   # comm -> RUNTIME_COMM's
+    # creator tid -> the end times of the threads it created, the last JOIN_EXIT_NS of them
+    # (_queued_join: a join whose wake-up was queued, so the trace names no waker)
+    _child_exits: dict = field(default_factory=dict, repr=False)
     _pending_of: dict = field(default_factory=dict, repr=False)      # waiter tid -> its waits there
     unread: list = field(default_factory=list, repr=False)   # this input's UNREAD waits
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
@@ -554,6 +557,9 @@ class Analysis:
                         pending = cause   # a child's exit? known once the input is read
             elif cause[0] == "lock" and waker is not None and self.woken_by_child(p):
                 pending = JOIN_PENDING    # a join? known once the waker's exit is read
+            elif (cause[0] == "lock" and self._child_exits and p.woke_ns is not None
+                  and self._queued_join(tt.tid, p.woke_ns, p)):
+                cause = THREAD_JOIN       # a thread it created ended as it was woken
             if not runtime:
                 cause = self._peer(p, cause)
             if pending is not None:
@@ -738,6 +744,8 @@ class Analysis:
             if len(self._dead) >= PURGE_EVERY:
                 self._purge(held())
         self.woken_to_exit(tid, at)
+        if at is not None:
+            self._child_ended(tid, at)
         tt = self.threads.live.get(tid)
         if (tt is None or tid in self.pinned
                 or UNWOKEN_LOCK in tt.by_cause):   # (decided by finish(), at the end)
@@ -761,6 +769,50 @@ class Analysis:
                 if self.last_cause.get(tid) == cause:
                     self.last_cause[tid] = WOKEN_TO_EXIT
 
+    def _child_ended(self, tid, at) -> None:
+        """Thread ``tid``, which its creator may join, ended at ``at``: the creator's lock
+        waits that a queued wake-up ended within JOIN_EXIT_NS of it are joins
+        (THREAD_JOIN), and the end is kept for the waits recorded after it
+        (_queued_join). pthread_join's futex (cleared by the kernel at the thread's
+        exit) and Python's join (a lock the thread releases as it ends) are woken from the
+        ending thread's CPU; when the joiner's CPU was idle, that CPU runs the wake-up from
+        an IPI (causes.queued_wakeup) and the trace names no waker, so woken_by_child
+        cannot see the child: a Python program's main thread joining four GIL-bound
+        threads read "waiting: lock (futex) 97%, p99 3.9 s, fix the lock" (held out)."""
+        creator = self.live_parents.get(tid)
+        if creator is None:
+            return
+        ends = self._child_exits.get(creator)
+        if ends is None:
+            self._child_exits[creator] = [at]
+        else:
+            ends[:] = [e for e in ends if at - e <= JOIN_EXIT_NS]
+            ends.append(at)
+        waits = self._last_lock.get(creator)
+        tt = self.threads.live.get(creator)
+        if not waits or tt is None:
+            return
+        keep = []
+        for w in waits:
+            wake_ns, d, unknown, cause, waker = w
+            if waker == QUEUED_WAKER and cause[0] == "lock" and abs(at - wake_ns) <= JOIN_EXIT_NS:
+                _recause(tt, cause, THREAD_JOIN, d, unknown, waker)
+                if self.last_cause.get(creator) == cause:
+                    self.last_cause[creator] = THREAD_JOIN
+            else:
+                keep.append(w)
+        if keep:
+            self._last_lock[creator] = keep
+        else:
+            del self._last_lock[creator]
+
+    def _queued_join(self, tid, wake_ns, p) -> bool:
+        """A lock wait of ``tid`` woken at ``wake_ns`` by a queued wake-up, as a thread it
+        created had just ended (_child_ended: the end was read before this wait's switch-in)."""
+        ends = self._child_exits.get(tid)
+        return bool(ends) and queued_wakeup(p.waker, p.waker_stack) \
+            and any(abs(e - wake_ns) <= JOIN_EXIT_NS for e in ends)
+
     def _purge(self, held: set) -> None:
         """Forget what the threads that ended a round ago left in ``last_in``,
         ``last_cause`` and the input's exits, unless the interval machine still names them
@@ -781,6 +833,7 @@ class Analysis:
             last_in.pop(tid, None)
             last_cause.pop(tid, None)
             exits.pop(tid, None)
+            self._child_exits.pop(tid, None)
 
     def woken_by_child(self, p) -> bool:
         """Whether a wait was ended by a thread of a process it created, or of one created

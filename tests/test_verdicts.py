@@ -735,9 +735,10 @@ def test_a_futex_wait_its_thread_ends_right_after_is_no_lock(reports):
     """node's idle V8 and libuv threads wait in futexes until the process shuts down and
     wakes them to exit: "node spends 100% of its wall time in lock waits (futex), p99 3 s"
     beside a busy main thread (node_spin, held out). A futex wait ended within
-    JOIN_EXIT_NS before its thread ends is waiting for work; lock_spin's main thread, whose
-    2 s join was woken from another CPU (no waker to read a join from), reads the same."""
-    from offconv.analysis import WOKEN_TO_EXIT
+    JOIN_EXIT_NS before its thread ends is waiting for work. lock_spin's main thread, whose
+    2 s join was woken from another CPU (a queued wake-up: no waker named), read the same;
+    it is a join now: the thread it created ended as the wake-up came (_child_ended)."""
+    from offconv.analysis import THREAD_JOIN, WOKEN_TO_EXIT
     v = reports.setdefault("node_spin", _report("node_spin"))["verdict"]
     assert v["answer"] == "on-cpu", v["reason"]
     an = pipeline.load([str(VERDICT / "node_spin" / "node_spin.perf-script.txt.gz")], Options()).analysis
@@ -748,6 +749,40 @@ def test_a_futex_wait_its_thread_ends_right_after_is_no_lock(reports):
     assert sum(t.by_cause.get(WOKEN_TO_EXIT, 0) > 2_900_000_000 for t in idle) >= 4
     an = pipeline.load([str(VERDICT / "lock_spin" / "lock_spin.perf-script.txt.gz")], Options()).analysis
     main = an.threads[16598]
-    assert main.by_cause.get(WOKEN_TO_EXIT, 0) > 1_900_000_000, main.by_cause
+    assert main.by_cause.get(THREAD_JOIN, 0) > 1_900_000_000, main.by_cause
     workers = [t for t in an.threads.values() if t.comm == "lock-spin" and t.tid != 16598]
     assert all(t.by_cause.get(("lock", "futex"), 0) > 0.5 * t.blocked_ns for t in workers)
+
+
+def test_a_join_woken_from_an_idle_cpu_is_a_join_not_a_lock():
+    """pthread_join and Python's join are woken as the joined thread ends; from an idle
+    CPU the wake-up is queued (the trace names no waker: causes.queued_wakeup), and a
+    Python program's main thread joining four GIL-bound threads read "waiting: lock
+    (futex) 97%, p99 3.9 s: fix the lock" (held out, 2026-12-05). A thread it created
+    ending within JOIN_EXIT_NS of the wake-up makes the wait a join, whichever of the two
+    the trace gives first; one ending 20 ms later leaves it a lock wait."""
+    from offconv.analysis import THREAD_JOIN, Analysis
+    from offconv.model import Frame, Period, Task
+    lock = _k("futex_wait", "schedule")
+    queued = _k("sched_ttwu_pending", "__flush_smp_call_function_queue")
+    idle = Task("swapper/1", 0, 0)
+    key = (Frame("x"),)
+
+    def run(exit_first: bool, gap_ns: int):
+        an = Analysis()
+        an.live_parents = {2: 1}
+        main = Task("main", 1, 1)
+        wait = Period(main, "S", 0, 2_000_000_000, 2_000_010_000, lock, idle, waker_stack=queued,
+                      woke_ns=2_000_000_000)
+        if exit_first:
+            an.exited(2, at=2_000_000_000 + gap_ns)
+            an.add_period(wait, key, "p")
+        else:
+            an.add_period(wait, key, "p")
+            an.exited(2, at=2_000_000_000 + gap_ns)
+        return an.threads[1].by_cause
+
+    for exit_first in (True, False):
+        assert run(exit_first, 60_000) == {THREAD_JOIN: 2_000_000_000}, exit_first
+        assert run(exit_first, -60_000) == {THREAD_JOIN: 2_000_000_000}, exit_first
+        assert run(exit_first, 20_000_000) == {("lock", "futex"): 2_000_000_000}, exit_first
