@@ -743,9 +743,7 @@ class Analysis:
             self._dead.append(tid)
             if len(self._dead) >= PURGE_EVERY:
                 self._purge(held())
-        self.woken_to_exit(tid, at)
-        if at is not None:
-            self._child_ended(tid, at)
+        self.exit_decides(tid, at)
         tt = self.threads.live.get(tid)
         if (tt is None or tid in self.pinned
                 or UNWOKEN_LOCK in tt.by_cause):   # (decided by finish(), at the end)
@@ -758,6 +756,13 @@ class Analysis:
         self.threads.pack(tid)
         # (last_in and last_cause stay: the wait its exit ended, its parent's, is read when
         # that parent is switched in, after this)
+
+    def exit_decides(self, tid, at) -> None:
+        """What thread ``tid``'s end at ``at`` decides of waits read before it: its own
+        last futex waits (woken_to_exit), its creator's join (_child_ended)."""
+        self.woken_to_exit(tid, at)
+        if at is not None:
+            self._child_ended(tid, at)
 
     def woken_to_exit(self, tid, at) -> None:
         """Thread ``tid`` ended at ``at``: its futex waits ended within JOIN_EXIT_NS before

@@ -222,6 +222,10 @@ def test_a_failed_conversion_keeps_no_snapshot(tmp_path, monkeypatch):
     assert snap is not None and snap.args == []
     snap._abandon()
     assert not list((tmp_path / "cache").iterdir())
+    snap = ks.begin("x.data")   # its copy removed before perf ended: nothing kept, no error
+    os.unlink(snap._tmp)
+    snap.settle()
+    assert not list((tmp_path / "cache").iterdir())
 
 
 @needs_perf_root

@@ -228,7 +228,7 @@ def test_the_report_with_packed_threads_is_the_report_without(path, monkeypatch)
     got = [_report(path, ["--to", "json"]), _report(path, ["--to", "report"])]
     # (nothing packed; what an exit decides of a thread's last waits still decided)
     monkeypatch.setattr(Analysis, "exited", lambda self, tid, held=None, at=None:
-                        self.woken_to_exit(tid, at))
+                        self.exit_decides(tid, at))
     assert got == [_report(path, ["--to", "json"]), _report(path, ["--to", "report"])]
     exits = sum(packed)
     if path.parent.name in ("make_j4", "sched_record_build", "shell_children", "contention_a_1"):

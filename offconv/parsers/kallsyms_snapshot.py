@@ -80,7 +80,11 @@ class Snapshot:
             return
         proc, self._proc = self._proc, None
         tmp, self._tmp = self._tmp, None
-        if proc.wait() == 0 and os.path.getsize(tmp) > 0:
+        try:
+            made = proc.wait() == 0 and os.path.getsize(tmp) > 0
+        except OSError:   # (the copy removed meanwhile: none is kept)
+            made = False
+        if made:
             _keep(tmp, self.path)
         else:
             _unlink(tmp)
