@@ -52,10 +52,7 @@ KPTR_RESTRICT = "/proc/sys/kernel/kptr_restrict"
 KERNEL_NOTES = "/sys/kernel/notes"
 PROC_KCORE = "/proc/kcore"
 
-MAGIC = b"PERFILE2"
-HEADER_BUILD_ID = 2              # the feature bit of the build-id table
 PERF_RECORD_MISC_KERNEL = 1      # a build-id entry's cpumode: the kernel
-PERF_RECORD_MISC_BUILD_ID_SIZE = 1 << 15
 NT_GNU_BUILD_ID = 3
 
 
@@ -226,37 +223,22 @@ def running_build_id() -> Optional[str]:
 
 def recorded_kernel_build_id(path: str) -> Optional[str]:
     """The build-id (hex) that the perf.data ``path`` lists for [kernel.kallsyms] in its
-    header's build-id table (tools/perf/util/header.c: build_id_event records after the
-    data section); None when it lists none or is not read here (pipe mode, another byte
-    order)."""
+    header's build-id table; None when it lists none or is not read here (pipe mode,
+    another byte order)."""
+    from .perf_data import _read_header, build_ids
+    header = _read_header(path)
+    if header is None:
+        return None
+    head = header[0]
+    data_at, data_size = struct.unpack_from("<2Q", head, 40)
     try:
         with open(path, "rb") as f:
-            head = f.read(104)
-            if len(head) < 104 or head[:8] != MAGIC:
-                return None
-            size, = struct.unpack_from("<Q", head, 8)
-            data_at, data_size = struct.unpack_from("<2Q", head, 40)
-            bits = int.from_bytes(head[72:104], "little")
-            if size != 104 or not bits >> HEADER_BUILD_ID & 1:
-                return None
-            index = bin(bits & ((1 << HEADER_BUILD_ID) - 1)).count("1")
-            at, length = struct.unpack("<2Q", os.pread(f.fileno(), 16,
-                                                        data_at + data_size + 16 * index))
-            if length > 16 << 20:
-                return None
-            table = os.pread(f.fileno(), length, at)
+            entries = build_ids(f.fileno(), head, data_at + data_size)
     except (OSError, struct.error):
         return None
-    i = 0
-    while i + 36 <= len(table):  # header (type, misc, size), pid, build id[24], file name
-        _, misc, n = struct.unpack_from("<IHH", table, i)
-        if n < 36:
-            break
-        name = table[i + 36:i + n].split(b"\0", 1)[0]
+    for misc, build_id, name in entries:
         if misc & 7 == PERF_RECORD_MISC_KERNEL and name == b"[kernel.kallsyms]":
-            size = table[i + 32] if misc & PERF_RECORD_MISC_BUILD_ID_SIZE else 20
-            return table[i + 12:i + 12 + min(size, 20)].hex()
-        i += n
+            return build_id.hex()
     return None
 
 

@@ -166,17 +166,16 @@ def no_demangle(path: str) -> bool:
     return header is not None and _no_demangle(path, *header)
 
 
-def _samples_header(path: str) -> Optional[tuple]:
-    """(the header's first 104 bytes, the data section's offset and size) of a perf.data
-    whose header lists its events with none a tracepoint; None for any other file, and
-    for a header not read here (pipe mode, another byte order)."""
+def _read_header(path: str) -> Optional[tuple]:
+    """(the header's first 104 bytes, its event attributes, each attribute's size) of a
+    perf.data file; None for any other file, and for a header not read here (pipe mode,
+    another byte order)."""
     try:
         with open(path, "rb") as f:
             head = f.read(104)
             if len(head) < 104 or head[:8] != MAGIC:
                 return None
-            size, attr_size, attrs_at, attrs_size, data_at, data_size = \
-                struct.unpack_from("<6Q", head, 8)
+            size, attr_size, attrs_at, attrs_size = struct.unpack_from("<4Q", head, 8)
             if size != 104 or attr_size < 16 or not 0 < attrs_size <= 1 << 20:
                 return None
             attrs = os.pread(f.fileno(), attrs_size, attrs_at)
@@ -184,9 +183,21 @@ def _samples_header(path: str) -> Optional[tuple]:
         return None
     if len(attrs) != attrs_size or attrs_size % attr_size:
         return None
-    types = [struct.unpack_from("<I", attrs, i)[0] for i in range(0, attrs_size, attr_size)]
+    return head, attrs, attr_size
+
+
+def _samples_header(path: str) -> Optional[tuple]:
+    """(the header's first 104 bytes, the data section's offset and size) of a perf.data
+    whose header lists its events with none a tracepoint; None for any other file, and
+    for a header not read here (pipe mode, another byte order)."""
+    header = _read_header(path)
+    if header is None:
+        return None
+    head, attrs, attr_size = header
+    types = [struct.unpack_from("<I", attrs, i)[0] for i in range(0, len(attrs), attr_size)]
     if PERF_TYPE_TRACEPOINT in types:
         return None
+    data_at, data_size = struct.unpack_from("<2Q", head, 40)
     return head, data_at, data_size
 
 
@@ -197,21 +208,11 @@ def without_callchains(path: str) -> bool:
     """Whether the perf.data ``path`` is a recording of samples none of whose events
     records a call chain (perf record without -g: no PERF_SAMPLE_CALLCHAIN in any event's
     sample_type); False when its header is not read here."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(40)
-            if len(head) < 40 or head[:8] != MAGIC:
-                return False
-            size, attr_size, attrs_at, attrs_size = struct.unpack_from("<4Q", head, 8)
-            if size != 104 or attr_size < 32 or not 0 < attrs_size <= 1 << 20 \
-                    or attrs_size % attr_size:
-                return False
-            attrs = os.pread(f.fileno(), attrs_size, attrs_at)
-    except (OSError, struct.error):
+    header = _read_header(path)
+    if header is None or header[2] < 32:
         return False
-    if len(attrs) != attrs_size:
-        return False
-    for i in range(0, attrs_size, attr_size):
+    _, attrs, attr_size = header
+    for i in range(0, len(attrs), attr_size):
         kind, = struct.unpack_from("<I", attrs, i)
         sample_type, = struct.unpack_from("<Q", attrs, i + 24)
         if kind == PERF_TYPE_TRACEPOINT or sample_type & PERF_SAMPLE_CALLCHAIN:
@@ -234,8 +235,18 @@ def _no_demangle(path: str, head: bytes, data_at: int, data_size: int) -> bool:
 
 
 def _hit_dsos(fd: int, head: bytes, features_at: int) -> list:
-    """The user-space dsos the samples hit: the file names of the HEADER_BUILD_ID feature
-    (tools/perf/util/header.c: build_id_event records after the data section)."""
+    """The user-space dsos the samples hit: the file names of the HEADER_BUILD_ID feature."""
+    return [name.decode("utf-8", "replace") for misc, _, name in build_ids(fd, head, features_at)
+            if misc & 7 == PERF_RECORD_MISC_USER]
+
+
+PERF_RECORD_MISC_BUILD_ID_SIZE = 1 << 15
+
+
+def build_ids(fd: int, head: bytes, features_at: int) -> list:
+    """The HEADER_BUILD_ID feature's entries, each (misc, build-id bytes, file name bytes)
+    (tools/perf/util/header.c: build_id_event records after the data section, which ends
+    at ``features_at``); [] when the header has none."""
     bits = int.from_bytes(head[72:104], "little")
     if not bits >> HEADER_BUILD_ID & 1:
         return []
@@ -250,8 +261,9 @@ def _hit_dsos(fd: int, head: bytes, features_at: int) -> list:
         _, misc, n = struct.unpack_from("<IHH", buf, i)
         if n < 36:
             break
-        if misc & 7 == PERF_RECORD_MISC_USER:
-            out.append(buf[i + 36:i + n].split(b"\0", 1)[0].decode("utf-8", "replace"))
+        length = buf[i + 32] if misc & PERF_RECORD_MISC_BUILD_ID_SIZE else 20
+        out.append((misc, buf[i + 12:i + 12 + min(length, 20)],
+                    buf[i + 36:i + n].split(b"\0", 1)[0]))
         i += n
     return out
 
