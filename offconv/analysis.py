@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Optional
 
 from .causes import (IDLE_CAUSES, INTERRUPT_WAKER_NAME, KTHREAD_COMM, NO_CAUSE, PEER_CAUSES,
-                     QUEUED_WAKER, RUNTIME_COMM, RUNTIME_IDLE, TIMER_WAKER_NAME, UNREAD, Classifier, from_events,
+                     QUEUED_WAKER, RUNTIME_COMM, TIMER_WAKER_NAME, UNREAD, Classifier, from_events, runtime_wait,
                      queued_wakeup, unread_stack, woken_by_timer, woken_in_interrupt)
 from .inttable import IntTable
 from .latency import Runs, latency_stats, log2_buckets, percentile
@@ -544,8 +544,8 @@ class Analysis:
                 runtime = self._runtime_comm[comm] = RUNTIME_COMM.match(comm) is not None
             if runtime and unread is not None:
                 cause, unread = from_events(unread, "runtime"), None
-            elif runtime and cause[0] in ("lock", "other"):
-                cause = RUNTIME_IDLE
+            elif runtime:
+                cause = runtime_wait(cause)
             elif unread is not None:
                 # no call chain (perf sched record, no -g), or its kernel frames unresolved
                 # (another kernel's recording): only the waker can tell
@@ -767,12 +767,10 @@ class Analysis:
     def woken_to_exit(self, tid, at) -> None:
         """Thread ``tid`` ended at ``at``: its futex waits ended within JOIN_EXIT_NS before
         are WOKEN_TO_EXIT (exited runs it before packing the thread)."""
-        tt = self.threads.live.get(tid)
-        for wake_ns, d, unknown, cause, waker in self._last_lock.pop(tid, ()):
-            if tt is not None and at is not None and at - wake_ns <= JOIN_EXIT_NS:
-                _recause(tt, cause, WOKEN_TO_EXIT, d, unknown, waker)
-                if self.last_cause.get(tid) == cause:
-                    self.last_cause[tid] = WOKEN_TO_EXIT
+        if at is not None:
+            self._recast_lock_waits(tid, WOKEN_TO_EXIT,
+                                    lambda wake_ns, waker: at - wake_ns <= JOIN_EXIT_NS)
+        self._last_lock.pop(tid, None)   # it has no later wait to decide
 
     def _child_ended(self, tid, at) -> None:
         """Thread ``tid``, which its creator may join, ended at ``at``: the creator's lock
@@ -793,23 +791,29 @@ class Analysis:
         else:
             ends[:] = [e for e in ends if at - e <= JOIN_EXIT_NS]
             ends.append(at)
-        waits = self._last_lock.get(creator)
-        tt = self.threads.live.get(creator)
+        self._recast_lock_waits(creator, THREAD_JOIN, lambda wake_ns, waker: (
+            waker == QUEUED_WAKER and abs(at - wake_ns) <= JOIN_EXIT_NS))
+
+    def _recast_lock_waits(self, tid, new: tuple, match) -> None:
+        """Thread ``tid``'s recent lock waits (_last_lock) for which ``match(wake-up time,
+        waker's name)`` holds are of cause ``new`` now, and no longer recent."""
+        waits = self._last_lock.get(tid)
+        tt = self.threads.live.get(tid)
         if not waits or tt is None:
             return
         keep = []
         for w in waits:
             wake_ns, d, unknown, cause, waker = w
-            if waker == QUEUED_WAKER and cause[0] == "lock" and abs(at - wake_ns) <= JOIN_EXIT_NS:
-                _recause(tt, cause, THREAD_JOIN, d, unknown, waker)
-                if self.last_cause.get(creator) == cause:
-                    self.last_cause[creator] = THREAD_JOIN
+            if match(wake_ns, waker):
+                _recause(tt, cause, new, d, unknown, waker)
+                if self.last_cause.get(tid) == cause:
+                    self.last_cause[tid] = new
             else:
                 keep.append(w)
         if keep:
-            self._last_lock[creator] = keep
+            self._last_lock[tid] = keep
         else:
-            del self._last_lock[creator]
+            del self._last_lock[tid]
 
     def _queued_join(self, tid, wake_ns, p) -> bool:
         """A lock wait of ``tid`` woken at ``wake_ns`` by a queued wake-up, as a thread it

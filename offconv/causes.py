@@ -97,6 +97,12 @@ RUNTIME_COMM = re.compile(
     r"UncommitterN?|Unmapper|Runtime Worker)|Shenandoah)$")
 RUNTIME_IDLE = ("poll/idle", "JVM service thread")
 
+
+def runtime_wait(cause: tuple) -> tuple:
+    """The cause of a wait of a runtime's service thread (RUNTIME_COMM): its lock and
+    unread ("other") waits are waiting for work."""
+    return RUNTIME_IDLE if cause[0] in ("lock", "other") else cause
+
 FAULT = r"page_fault|handle_mm_fault|^__do_fault$|^do_fault$|handle_userfault"
 # under a fault, the first matching rule (anywhere in the kernel stack) decides
 FAULT_RULES = (

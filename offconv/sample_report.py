@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .causes import _INFRA, IDLE_CAUSES, RUNTIME_COMM, RUNTIME_IDLE, Classifier
+from .causes import _INFRA, IDLE_CAUSES, RUNTIME_COMM, Classifier, runtime_wait
 from .model import (KERNEL, MARKER, OFFCPU, ONCPU, RUNQ, SAMPLES, STATE, THREAD, TIME_UNITS,
                     USER, WAKER_DELIMITER, WAKEUP, BLOCKED, CLOCK_EVENTS)
 from .options import ReportOptions
@@ -166,8 +166,8 @@ def _collect(profile):
         if _preempted(kernel):
             t.preempted += w
         cause = classify(kernel) if kernel else ("other", "")
-        if cause[0] in ("lock", "other") and comm and RUNTIME_COMM.match(comm):
-            cause = RUNTIME_IDLE     # a JVM's GC, JIT or VM thread waits for work (causes)
+        if comm and RUNTIME_COMM.match(comm):
+            cause = runtime_wait(cause)   # a JVM's GC, JIT or VM thread waits for work
         t.by_cause[cause] = t.by_cause.get(cause, 0) + w
         if waker is not None:
             t.wakers[waker] = t.wakers.get(waker, 0) + w
