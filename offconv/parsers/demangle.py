@@ -22,12 +22,12 @@ or Java-signature name, a Rust name left hashed, c++filt failing), ``apply`` rai
 ``Retry`` and offconv.pipeline converts the input again with perf's own demangling."""
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from itertools import chain
 from typing import Optional
+
+from .spawn import cxxfilt
 
 CANDIDATE = ("_Z", "_R", "_GLOBAL_")  # what cplus_demangle may demangle
 _WORD = re.compile(r"[A-Za-z0-9_.$]+")  # one c++filt word: demangled as cplus_demangle does
@@ -42,14 +42,6 @@ _MODULE = re.compile(r"\.ko(\.[a-z]+)?$")
 
 class Retry(Exception):
     """The names cannot be demangled here exactly as perf does: let perf demangle them."""
-
-
-def cxxfilt() -> Optional[str]:
-    """The c++filt to use, or None: then perf demangles (also when $OFFCONV_PERF_DEMANGLE
-    is set, which tests and users can use to compare)."""
-    if os.environ.get("OFFCONV_PERF_DEMANGLE"):
-        return None
-    return shutil.which("c++filt")
 
 
 def perf_demangles(dso: str) -> bool:

@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import struct
-import subprocess
-import tempfile
-from typing import Optional
+
+from . import spawn
 
 ENV = "OFFCONV_KALLSYMS_SNAPSHOT"
 CACHE_ENV = "OFFCONV_CACHE_DIR"
@@ -60,8 +58,8 @@ class Snapshot:
     """The snapshot for one conversion: ``args`` go to perf script (empty while it is being
     made); ``settle()`` is called once perf has ended well."""
 
-    def __init__(self, path: str, proc: Optional[subprocess.Popen] = None,
-                 tmp: Optional[str] = None):
+    def __init__(self, path: str, proc: spawn.Process | None = None,
+                 tmp: str | None = None):
         self.path = path
         self.args = [f"--kallsyms={path}"] if proc is None else []
         self._proc = proc           # cat /proc/kallsyms > tmp: a snapshot being made
@@ -96,7 +94,7 @@ class Snapshot:
             self._tmp = None
 
 
-def begin(path: str) -> Optional[Snapshot]:
+def begin(path: str) -> Snapshot | None:
     """The snapshot for perf script's conversion of the perf.data ``path`` -- in use, or
     being made while perf reads /proc/kallsyms -- or None (see the module's docstring)."""
     if os.environ.get(ENV) == "0" or os.path.exists(PROC_KCORE):
@@ -111,16 +109,15 @@ def begin(path: str) -> Optional[Snapshot]:
     snap = os.path.join(directory, f"kallsyms-{build_id}-{_digest(key)}")
     if _holds(snap):
         return Snapshot(snap)
-    cat = shutil.which("cat")
+    cat = spawn.which("cat")
     if cat is None:
         return None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".kallsyms-", dir=directory)
+        fd, tmp = spawn.named_file(directory, ".kallsyms-")
     except OSError:
         return None
     try:
-        proc = subprocess.Popen([cat, PROC_KALLSYMS], stdin=subprocess.DEVNULL, stdout=fd,
-                                stderr=subprocess.DEVNULL)
+        proc = spawn.Process([cat, PROC_KALLSYMS], fd)
     except OSError:
         _unlink(tmp)
         return None
@@ -129,7 +126,7 @@ def begin(path: str) -> Optional[Snapshot]:
     return Snapshot(snap, proc, tmp)
 
 
-def current_key() -> Optional[str]:
+def current_key() -> str | None:
     """What the kernel's symbols that perf reads depend on, as text: the boot, the
     kptr_restrict that decides whether a reader sees addresses, the reader, and each
     module's name, size and address (not its use count, which changes all the time).
@@ -180,7 +177,7 @@ def _holds(snap: str) -> bool:
     return st.st_uid == os.geteuid() and st.st_mode & 0o177777 == 0o100600 and st.st_size > 0
 
 
-def cache_dir() -> Optional[str]:
+def cache_dir() -> str | None:
     """$OFFCONV_CACHE_DIR, else $XDG_CACHE_HOME/offconv (~/.cache/offconv), made mode 0700
     if missing; None when it cannot be made, or is not a directory of this user's that
     only they can read."""
@@ -200,7 +197,7 @@ def cache_dir() -> Optional[str]:
     return directory
 
 
-def running_build_id() -> Optional[str]:
+def running_build_id() -> str | None:
     """The running kernel's build-id (hex), from its ELF notes; None if not there."""
     try:
         with open(KERNEL_NOTES, "rb") as f:
@@ -221,7 +218,7 @@ def running_build_id() -> Optional[str]:
     return None
 
 
-def recorded_kernel_build_id(path: str) -> Optional[str]:
+def recorded_kernel_build_id(path: str) -> str | None:
     """The build-id (hex) that the perf.data ``path`` lists for [kernel.kallsyms] in its
     header's build-id table; None when it lists none or is not read here (pipe mode,
     another byte order)."""
@@ -260,7 +257,7 @@ def _keep(tmp: str, snap: str) -> None:
         _unlink(os.path.join(directory, n))
 
 
-def _unlink(path: Optional[str]) -> None:
+def _unlink(path: str | None) -> None:
     if path:
         try:
             os.unlink(path)

@@ -10,21 +10,17 @@ bytes of it (perf is stopped until the reader catches up)."""
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import stat
 import struct
-import subprocess
-import tempfile
 import time
-from typing import Optional
 
 from ..errors import OffconvError
+from . import spawn
 
 MAGIC = b"PERFILE2"
 
 
-def convert(path: str, demangle_here: bool = True, kallsyms: Optional[str] = None):
+def convert(path: str, demangle_here: bool = True, kallsyms: str | None = None):
     """(binary stream of perf script's output, finish()). ``finish`` waits for perf and
     raises OffconvError with perf's own first message when it failed; it returns the
     warnings to give (kernel_symbols_note). The stream's ``mangled`` is True when perf left
@@ -40,7 +36,7 @@ def convert(path: str, demangle_here: bool = True, kallsyms: Optional[str] = Non
     else:
         if started is not None:
             _stop(started)
-        perf = shutil.which("perf")
+        perf = spawn.which("perf")
         if perf is None:
             raise OffconvError(f"{path}: is perf.data, but 'perf' is not on PATH to convert it "
                                "(install linux-perf, or run 'perf script -i FILE > FILE.txt')")
@@ -79,7 +75,7 @@ def convert(path: str, demangle_here: bool = True, kallsyms: Optional[str] = Non
 FIELDS = ("-F", "-symoff")
 
 
-def kernel_symbols_note(path: str, stderr: str, perf: str, kallsyms: Optional[str]) -> Optional[str]:
+def kernel_symbols_note(path: str, stderr: str, perf: str, kallsyms: str | None) -> str | None:
     """The warning to give when perf found no kernel symbols for the recording (perf.data of
     another kernel build, converted without its kallsyms or vmlinux: every kernel frame is
     ``[unknown]``, and the off-CPU causes are read from kernel frames), else None."""
@@ -99,8 +95,9 @@ def kernel_symbols_note(path: str, stderr: str, perf: str, kallsyms: Optional[st
             "machine's /proc/kallsyms, saved while it ran that kernel, with --kallsyms FILE")
 
 
-def _os_release(perf: str, path: str) -> Optional[str]:
+def _os_release(perf: str, path: str) -> str | None:
     """The recording's kernel release (its header's os release), None if perf does not say."""
+    import subprocess
     try:
         out = subprocess.run([perf, "report", "--header-only", "-i", path], capture_output=True,
                              text=True, timeout=20).stdout
@@ -112,17 +109,17 @@ def _os_release(perf: str, path: str) -> Optional[str]:
     return None
 
 
-def _kallsyms_arg(kallsyms: Optional[str]) -> list:
+def _kallsyms_arg(kallsyms: str | None) -> list:
     return [f"--kallsyms={os.path.abspath(kallsyms)}"] if kallsyms else []
 
 
 def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True,
-           kallsyms: Optional[str] = None):
+           kallsyms: str | None = None):
     # stderr to a file, not a pipe: perf can print more warnings than a pipe holds; stdout
     # to an unlinked file that Follow reads as it grows (a second process can then parse
     # its end: offconv.parallel.follow_split)
-    err = tempfile.TemporaryFile()
-    out = tempfile.TemporaryFile()
+    err = spawn.unnamed_file()
+    out = spawn.unnamed_file()
     args = [perf, "script", "-i", path, *_kallsyms_arg(kallsyms)]
     snapshot = None
     if not kallsyms and fields:
@@ -137,7 +134,7 @@ def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True
             args.extend(FIELDS)
         if demangle_here and _no_demangle(path, *header):
             args.append("--no-demangle")
-    proc = subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+    proc = spawn.Process(args, out.fileno(), err.fileno())
     proc.kallsyms_snapshot = snapshot
     return proc, err, out
 
@@ -166,7 +163,7 @@ def no_demangle(path: str) -> bool:
     return header is not None and _no_demangle(path, *header)
 
 
-def _read_header(path: str) -> Optional[tuple]:
+def _read_header(path: str) -> tuple | None:
     """(the header's first 104 bytes, its event attributes, each attribute's size) of a
     perf.data file; None for any other file, and for a header not read here (pipe mode,
     another byte order)."""
@@ -186,7 +183,7 @@ def _read_header(path: str) -> Optional[tuple]:
     return head, attrs, attr_size
 
 
-def _samples_header(path: str) -> Optional[tuple]:
+def _samples_header(path: str) -> tuple | None:
     """(the header's first 104 bytes, the data section's offset and size) of a perf.data
     whose header lists its events with none a tracepoint; None for any other file, and
     for a header not read here (pipe mode, another byte order)."""
@@ -222,8 +219,7 @@ def without_callchains(path: str) -> bool:
 
 def _no_demangle(path: str, head: bytes, data_at: int, data_size: int) -> bool:
     """no_demangle of a file whose header _samples_header read."""
-    from .demangle import cxxfilt
-    if cxxfilt() is None:
+    if spawn.cxxfilt() is None:
         return False
     try:
         with open(path, "rb") as f:
@@ -323,7 +319,7 @@ class Follow:
         self.fallback = None  # () -> (proc, err, out) of perf with its default fields
         self.fd = out.fileno()
         self.pos = 0
-        self.end: Optional[int] = None
+        self.end: int | None = None
         self.on_done = None
         # () -> whether it did something: called instead of a wait for perf's output
         # (pipeline: the SVG's names of the stacks summed so far, made ahead)
@@ -392,7 +388,7 @@ class Follow:
                 self.resume()
         elif lag > self.LAG and self._proc.returncode is None:
             try:
-                os.kill(self._proc.pid, signal.SIGSTOP)
+                os.kill(self._proc.pid, spawn.SIGSTOP)
                 self._stopped = True
             except OSError:
                 pass
@@ -402,7 +398,7 @@ class Follow:
         if self._stopped:
             self._stopped = False
             try:
-                os.kill(self._proc.pid, signal.SIGCONT)
+                os.kill(self._proc.pid, spawn.SIGCONT)
             except OSError:
                 pass
 
@@ -453,11 +449,11 @@ def _fallocate():
 _STARTED: dict = {}
 
 
-def prestart(path: str, demangle_here: bool = True, kallsyms: Optional[str] = None) -> None:
+def prestart(path: str, demangle_here: bool = True, kallsyms: str | None = None) -> None:
     """Start the conversion of ``path`` now, before offconv asks for it (offconv.launch);
     convert() takes it over. One that is never taken over is killed at exit."""
     key = os.path.abspath(path)
-    perf = shutil.which("perf")
+    perf = spawn.which("perf")
     if perf is None or key in _STARTED:
         return
     _STARTED[key] = (*_start(perf, path, demangle_here, kallsyms=kallsyms), kallsyms)
