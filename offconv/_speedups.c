@@ -484,6 +484,227 @@ error:
     return NULL;
 }
 
+/* kallsyms_for(text, data) -> bytes or None
+ *
+ * The lines of ``text`` (a copy of /proc/kallsyms) that perf script needs to name every
+ * kernel address of a recording whose data section is ``data``, in their order; None when
+ * ``text`` holds no text symbol. Used by offconv.parsers.kallsyms_snapshot: perf spends
+ * 30-40 ms reading 120k symbols, of which a recording hits a few thousand.
+ *
+ * Every 8 bytes at every 4-byte offset of ``data`` are read as an address (samples' ips,
+ * call chains, and pointers in tracepoint records, which start at 4 mod 8): more than the
+ * ips, never fewer. perf names an address v by the symbol it accepts (of a type its
+ * version loads: always the text types tTwW) with the largest start <= v, which ends at the
+ * next such symbol. So for each v at or above the first text symbol, every line whose
+ * address lies from the last text symbol at or below v to the first text symbol above v
+ * is kept (both included, with every alias at those addresses): whichever of them perf
+ * accepts, the symbol v falls in and the one that ends it are there. Lines naming a module
+ * (ending with a "[...]" tag: modules, bpf, ftrace trampolines) are all kept, as are the first and
+ * last addresses' lines and _text, _stext and _etext (perf's relocation reads _text or
+ * _stext from this file). tests/test_kallsyms_snapshot.py compares perf's output with this
+ * and with the whole copy on real recordings.
+ */
+typedef struct {
+    unsigned long long addr;
+    unsigned int order;          /* the line's index */
+    unsigned int text;           /* type t, T, w or W */
+} ksym;
+
+static int
+ksym_cmp(const void *a, const void *b)
+{
+    const ksym *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static signed char hexval[256];   /* a hex digit's value, else -1 (filled at import) */
+
+static int
+hex_addr(const char *p, Py_ssize_t n, unsigned long long *out)
+{
+    unsigned long long v = 0;
+    Py_ssize_t i = 0;
+    for (; i < n && i < 16; i++) {
+        int d = hexval[(unsigned char)p[i]];
+        if (d < 0)
+            break;
+        v = v << 4 | (unsigned)d;
+    }
+    if (i == 0 || i >= n || p[i] != ' ')
+        return -1;
+    *out = v;
+    return (int)i;
+}
+
+#define KS_CACHE 16384
+
+static PyObject *
+kallsyms_for(PyObject *self, PyObject *args)
+{
+    Py_buffer text, data;
+    if (!PyArg_ParseTuple(args, "y*y*", &text, &data))
+        return NULL;
+    const char *t = text.buf;
+    Py_ssize_t n = text.len, cap = n / 32 + 16;   /* lines: about 45 bytes each */
+    ksym *core = NULL;
+    char *keep = NULL;
+    unsigned int *lstart = NULL;   /* each line's offset (the arrays are small: 16 + 5 bytes
+                                      a line, as a first call's page faults cost more than
+                                      its work) */
+    int *mark = NULL;
+    unsigned long long *seen = NULL;
+    PyObject *result = NULL;
+    if (n >= 0xffffffffLL) {   /* not a kallsyms text */
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    core = PyMem_Malloc(cap * sizeof(ksym));
+    keep = PyMem_Calloc(cap, 1);
+    lstart = PyMem_Malloc((cap + 1) * sizeof(unsigned int));
+    if (core == NULL || keep == NULL || lstart == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t ncore = 0, line = 0, at = 0;
+    while (at < n) {
+        if (line + 1 >= cap) {   /* short lines: more room */
+            Py_ssize_t more = cap * 2;
+            ksym *c2 = PyMem_Realloc(core, more * sizeof(ksym));
+            if (c2 != NULL)
+                core = c2;
+            char *k2 = PyMem_Realloc(keep, more);
+            if (k2 != NULL)
+                keep = k2;
+            unsigned int *l2 = PyMem_Realloc(lstart, (more + 1) * sizeof(unsigned int));
+            if (l2 != NULL)
+                lstart = l2;
+            if (c2 == NULL || k2 == NULL || l2 == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            memset(keep + cap, 0, more - cap);
+            cap = more;
+        }
+        const char *nl = memchr(t + at, '\n', n - at);
+        Py_ssize_t end = nl ? nl - t + 1 : n, len = end - at;
+        lstart[line] = (unsigned int)at;
+        unsigned long long addr;
+        int w = hex_addr(t + at, len, &addr);
+        /* a module's line ends with its tag, "\t[name]" */
+        Py_ssize_t last = len - (nl != NULL) - 1;
+        if (w < 0 || w + 2 >= len || t[at + last] == ']') {
+            keep[line] = 1;   /* a module's, or not a symbol line: as it is */
+        } else {
+            const char *name = t + at + w + 3;
+            Py_ssize_t nlen = end - (at + w + 3);
+            while (nlen > 0 && (name[nlen - 1] == '\n' || name[nlen - 1] == '\r'))
+                nlen--;
+            char type = t[at + w + 1];
+            if ((nlen == 5 && memcmp(name, "_text", 5) == 0) ||
+                (nlen == 6 && (memcmp(name, "_stext", 6) == 0 || memcmp(name, "_etext", 6) == 0)))
+                keep[line] = 1;
+            core[ncore].addr = addr;
+            core[ncore].order = (unsigned int)line;
+            core[ncore].text = type == 't' || type == 'T' || type == 'w' || type == 'W';
+            ncore++;
+        }
+        line++;
+        at = end;
+    }
+    lstart[line] = (unsigned int)n;
+    int sorted = 1;
+    for (Py_ssize_t i = 1; i < ncore && sorted; i++)
+        sorted = core[i - 1].addr <= core[i].addr;
+    if (!sorted)
+        qsort(core, ncore, sizeof(ksym), ksym_cmp);
+    Py_ssize_t first_text = -1;
+    for (Py_ssize_t i = 0; i < ncore; i++)
+        if (core[i].text && first_text < 0)
+            first_text = i;
+    if (first_text < 0 || core[first_text].addr == 0) {
+        result = Py_NewRef(Py_None);   /* no text symbol, or addresses hidden */
+        goto done;
+    }
+    /* mark[i] > 0 after the prefix sum: core[i] is kept */
+    mark = PyMem_Calloc(ncore + 1, sizeof(int));
+    seen = PyMem_Calloc(KS_CACHE, sizeof(unsigned long long));
+    if (mark == NULL || seen == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    unsigned long long lo = core[first_text].addr;
+    const unsigned char *d = data.buf;
+    Py_ssize_t dn = data.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t off = 0; off + 8 <= dn; off += 4) {
+        unsigned long long v;
+        memcpy(&v, d + off, 8);
+        if (v < lo)
+            continue;
+        unsigned long long h = (v >> 2 ^ v >> 17) & (KS_CACHE - 1);
+        if (seen[h] == v)
+            continue;
+        seen[h] = v;
+        /* p: the last line whose address is <= v */
+        Py_ssize_t a = 0, b = ncore;
+        while (a < b) {
+            Py_ssize_t m = (a + b) / 2;
+            if (core[m].addr <= v) a = m + 1; else b = m;
+        }
+        Py_ssize_t p = a - 1, from, to;
+        while (p >= 0 && !core[p].text)   /* the last text symbol at or below v */
+            p--;
+        if (p < 0)
+            p = first_text;
+        from = p;
+        while (from > 0 && core[from - 1].addr == core[p].addr)
+            from--;
+        /* to: the first text symbol above v, with its aliases (or the end) */
+        to = a;
+        while (to < ncore && !core[to].text)
+            to++;
+        if (to < ncore) {
+            while (to + 1 < ncore && core[to + 1].addr == core[to].addr)
+                to++;
+        } else {
+            to = ncore - 1;
+        }
+        mark[from]++;
+        mark[to + 1]--;
+    }
+    Py_END_ALLOW_THREADS
+    int run = 0;
+    for (Py_ssize_t i = 0; i < ncore; i++) {
+        run += mark[i];
+        if (run > 0 || core[i].addr == core[0].addr || core[i].addr == core[ncore - 1].addr)
+            keep[core[i].order] = 1;
+    }
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < line; i++)
+        if (keep[i])
+            size += lstart[i + 1] - lstart[i];
+    result = PyBytes_FromStringAndSize(NULL, size);
+    if (result == NULL)
+        goto done;
+    char *o = PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < line; i++)
+        if (keep[i]) {
+            memcpy(o, t + lstart[i], lstart[i + 1] - lstart[i]);
+            o += lstart[i + 1] - lstart[i];
+        }
+done:
+    PyMem_Free(core);
+    PyMem_Free(keep);
+    PyMem_Free(lstart);
+    PyMem_Free(mark);
+    PyMem_Free(seen);
+    PyBuffer_Release(&text);
+    PyBuffer_Release(&data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"count_blocks", count_blocks, METH_VARARGS,
      "count_blocks(pieces, i, heads, stacks, raw, frames, names, budget, line_cache) -> "
@@ -492,6 +713,9 @@ static PyMethodDef methods[] = {
     {"flush", flush, METH_VARARGS,
      "flush(raw, entries, accepts, leaves, leaf_frames, stacks, callers_frames, counts): "
      "sum_blocks' flush of its raw counts into (thread frame + stack) sums."},
+    {"kallsyms_for", kallsyms_for, METH_VARARGS,
+     "kallsyms_for(text, data) -> bytes or None: the lines of a kallsyms copy that perf "
+     "needs to name the kernel addresses of a perf.data's data section."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -505,6 +729,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    for (int c = 0; c < 256; c++)
+        hexval[c] = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
     empty = PyUnicode_New(0, 0);
     if (empty == NULL)
         return NULL;
