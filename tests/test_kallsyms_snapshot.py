@@ -15,7 +15,6 @@ from click.testing import CliRunner
 
 from offconv.cli import app
 from offconv.parsers import kallsyms_snapshot as ks
-from offconv.parsers import perf_data
 
 FIXTURES = Path(__file__).parent / "fixtures"
 needs_perf_root = pytest.mark.skipif(shutil.which("perf") is None or os.geteuid() != 0,
@@ -76,24 +75,27 @@ def test_a_snapshot_is_made_then_read_by_perf_and_the_output_is_unchanged(
     cache = tmp_path / "cache"
     monkeypatch.setenv(ks.CACHE_ENV, str(cache))
     monkeypatch.setenv(ks.ENV, "0")
-    plain = _folded(recording, tmp_path / "plain.folded")
+    plain = _folded(recording, tmp_path / "plain.folded")   # perf reads /proc/kallsyms
     assert not cache.exists() and not any("--kallsyms" in " ".join(a) for a in perf_args)
 
+    # the first conversion reads /proc/kallsyms, perf the part of it this recording needs;
+    # the copy is kept as the snapshot
     monkeypatch.delenv(ks.ENV)
-    first = _folded(recording, tmp_path / "first.folded")   # perf reads /proc; cat copies it
+    first = _folded(recording, tmp_path / "first.folded")
+    assert _reads_part(perf_args[-1], cache)
     assert first == plain
     snaps = _snapshots(cache)
     assert len(snaps) == 1, snaps
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     assert stat.S_IMODE(snaps[0].stat().st_mode) == 0o600
-    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no temporary left
+    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no part, no temporary left
     # the kernel's own symbols, as perf reads them (lines of BPF programs and trampolines
     # may come and go meanwhile: perf drops those, see the last test)
     own = [ln for ln in Path(ks.PROC_KALLSYMS).read_text().splitlines() if "\t[" not in ln]
     assert [ln for ln in snaps[0].read_text().splitlines() if "\t[" not in ln] == own
 
-    # perf reads the lines of the snapshot that the recording needs (a part, removed once
-    # perf is done), or with OFFCONV_SPEEDUPS=0 (no C module) the whole snapshot
+    # then perf reads the part made from the snapshot, or with OFFCONV_SPEEDUPS=0 (no C
+    # module) the whole snapshot
     second = _folded(recording, tmp_path / "second.folded")
     assert _reads_part(perf_args[-1], cache)
     assert second == plain
@@ -102,6 +104,9 @@ def test_a_snapshot_is_made_then_read_by_perf_and_the_output_is_unchanged(
     whole = _folded(recording, tmp_path / "whole.folded")
     assert f"--kallsyms={snaps[0]}" in perf_args[-1]
     assert whole == plain
+    snaps[0].unlink()   # and without C module nor snapshot: made, then read whole
+    assert _folded(recording, tmp_path / "whole2.folded") == plain
+    assert f"--kallsyms={snaps[0]}" in perf_args[-1] and _snapshots(cache) == snaps
 
     # it is the snapshot that perf reads: a kernel symbol renamed in it is renamed in
     # the output (what a stale snapshot would do, which its key prevents), whole or in part
@@ -129,11 +134,9 @@ def test_a_new_key_makes_a_new_snapshot_and_drops_the_old(recording, tmp_path, m
     modules.write_text("ext4 1089536 2 - Live 0xffffffffc0400000\n")
     monkeypatch.setattr(ks, "PROC_MODULES", str(modules))
     _folded(recording, tmp_path / "b.folded")
-    assert not any(a.startswith("--kallsyms") for a in perf_args[-1]), perf_args[-1]
+    assert _reads_part(perf_args[-1], cache)
     new = _snapshots(cache)
     assert len(new) == 1 and new != old
-    _folded(recording, tmp_path / "c.folded")
-    assert _reads_part(perf_args[-1], cache)
 
 
 def test_no_snapshot_for_a_recording_of_another_kernel(tmp_path, monkeypatch):
@@ -170,16 +173,21 @@ def test_no_snapshot_where_perf_would_not_read_proc_kallsyms(recording, tmp_path
     monkeypatch.setenv(ks.CACHE_ENV, "relative/dir")
     assert ks.begin(str(recording)) is None
     monkeypatch.setenv(ks.CACHE_ENV, str(tmp_path / "cache"))
-    snap = ks.begin(str(recording))   # all hold: one is made (perf reads /proc meanwhile)
-    assert snap is not None and snap.args == []
+    snap = ks.begin(str(recording))   # all hold: one is made (kept once perf has started)
+    assert snap is not None and _reads_part(snap.args, tmp_path / "cache")
+    assert _snapshots(tmp_path / "cache") == []
+    snap.started()
     snap.settle()
     made = _snapshots(tmp_path / "cache")
     assert len(made) == 1
     monkeypatch.setenv("OFFCONV_SPEEDUPS", "0")   # the whole snapshot, not a part of it
     used = ks.begin(str(recording))
     assert used is not None and used.args == [f"--kallsyms={made[0]}"]
-    os.chmod(made[0], 0o644)   # readable by others: not ours as made, not used
-    assert ks.begin(str(recording)).args == []
+    os.chmod(made[0], 0o644)   # readable by others: not ours as made, not used but made again
+    made[0].write_text("ffffffff81000000 T not_read\n")
+    again = ks.begin(str(recording))
+    assert again.args == [f"--kallsyms={made[0]}"] and stat.S_IMODE(made[0].stat().st_mode) == 0o600
+    assert "not_read" not in made[0].read_text()
 
 
 def test_the_key_follows_the_boot_the_modules_and_kptr_restrict(tmp_path, monkeypatch):
@@ -218,21 +226,24 @@ def test_the_key_follows_the_boot_the_modules_and_kptr_restrict(tmp_path, monkey
     assert ks.current_key() is None
 
 
-def test_a_failed_conversion_keeps_no_snapshot(tmp_path, monkeypatch):
-    """A copy being made when the conversion ends without success (perf failed, a usage
-    error) is removed at exit (atexit), not kept."""
-    monkeypatch.setattr(ks, "running_build_id", lambda: "ab" * 20)
-    monkeypatch.setattr(ks, "recorded_kernel_build_id", lambda path: "ab" * 20)
-    monkeypatch.setattr(ks, "PROC_KCORE", str(tmp_path / "no-kcore"))
-    monkeypatch.setenv(ks.CACHE_ENV, str(tmp_path / "cache"))
-    snap = ks.begin("x.data")
-    assert snap is not None and snap.args == []
+@needs_perf_root
+@no_kcore
+def test_a_conversion_that_ends_badly_leaves_no_part(recording, tmp_path, monkeypatch):
+    """The part made for a conversion is removed when perf is done, and at exit (atexit)
+    for one that did not end well (perf failed, a usage error); a copy of /proc/kallsyms
+    read for a perf that never started is not kept."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(ks.CACHE_ENV, str(cache))
+    snap = ks.begin(str(recording))
+    part = Path(snap.args[0].partition("=")[2])
+    assert part.exists() and part.name.startswith(".kallsyms-part-")
     snap._abandon()
-    assert not list((tmp_path / "cache").iterdir())
-    snap = ks.begin("x.data")   # its copy removed before perf ended: nothing kept, no error
-    os.unlink(snap._tmp)
+    assert not list(cache.iterdir())
+    snap = ks.begin(str(recording))
+    snap.started()
+    os.unlink(snap.args[0].partition("=")[2])   # removed meanwhile: no error
     snap.settle()
-    assert not list((tmp_path / "cache").iterdir())
+    assert [p.name for p in cache.iterdir()] == [_snapshots(cache)[0].name]
 
 
 @needs_perf_root

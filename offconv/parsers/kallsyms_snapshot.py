@@ -30,20 +30,23 @@ one of these holds, otherwise perf reads /proc/kallsyms as it always does:
   the kallsyms file it reads; a snapshot elsewhere would change what it finds: untested);
 - $OFFCONV_KALLSYMS_SNAPSHOT is not ``0``.
 
-With no snapshot of the current key, perf reads /proc/kallsyms, and ``cat`` makes one
-beside it while perf runs (kept once perf has succeeded).
-
 **Only the symbols the recording needs.** Reading 120k symbols, even from a regular file,
-is still 30-40 ms of perf's time; a recording names a few thousand. With the snapshot
-there, perf is given ``kallsyms-part-...`` instead: the snapshot's lines around every
-address found in the recording's data section (offconv._speedups.kallsyms_for says which
-and why), made in 4-5 ms and removed when perf is done. perf's output is byte-identical
-with it, on recordings of samples, of sched tracepoints with call chains and of timer
-tracepoints that name functions (tests/test_kallsyms_snapshot.py). It is not used without
-the C module, with ``OFFCONV_SPEEDUPS=0``, for a data section over ``PART_MAX_DATA`` bytes
+is still 30-40 ms of perf's time; a recording names a few thousand. So perf is given
+``.kallsyms-part-...`` instead: the snapshot's lines around every address found in the
+recording's data section (offconv._speedups.kallsyms_for says which and why), made in 5-7
+ms and removed when perf is done. perf's output is byte-identical with it, on recordings
+of samples, of sched tracepoints with call chains and of timer tracepoints that name
+functions (tests/test_kallsyms_part.py). perf script on the benchmark's recording without
+call chains: 0.19-0.23 s reading /proc/kallsyms, 0.12 with the whole snapshot, 0.09 with
+the part (benchmarks/README.md, "Twentieth round"). The part is not made without the C
+module, with ``OFFCONV_SPEEDUPS=0``, for a data section over ``PART_MAX_DATA`` bytes
 (reading it costs more than it saves), nor for a recording whose addresses are not all in
 its data section as written: compressed (``perf record -z``) or with AUX data (Intel PT,
-CoreSight: the ips are decoded from it).
+CoreSight: the ips are decoded from it); perf then reads the whole snapshot.
+
+With no snapshot of the current key, offconv reads /proc/kallsyms once (30-36 ms here)
+before perf starts, makes the part from it, and keeps it as the snapshot once perf has
+started: perf reading /proc/kallsyms itself, in its three passes, took 70-100 ms more.
 """
 from __future__ import annotations
 
@@ -67,58 +70,43 @@ NT_GNU_BUILD_ID = 3
 
 
 class Snapshot:
-    """The snapshot for one conversion: ``args`` go to perf script (empty while it is being
-    made); ``settle()`` is called once perf has ended well."""
+    """The snapshot for one conversion: ``args`` go to perf script; ``started()`` is
+    called once perf has started, ``settle()`` once it has ended well."""
 
-    def __init__(self, path: str, proc: spawn.Process | None = None,
-                 tmp: str | None = None, part: str | None = None):
+    def __init__(self, path: str, part: str | None = None, text=None):
         self.path = path
-        self.args = [f"--kallsyms={part or path}"] if proc is None else []
-        self._proc = proc           # cat /proc/kallsyms > tmp: a snapshot being made
-        self._tmp = tmp
+        self.args = [f"--kallsyms={part or path}"]
         self._part = part           # the lines of it that this recording needs
+        self._text = text           # /proc/kallsyms as read for it, to be kept as ``path``
         self._pid = os.getpid()
-        if proc is not None or part is not None:
+        if part is not None:
             atexit.register(self._abandon)
 
+    def started(self) -> None:
+        """perf has started on the part: the copy of /proc/kallsyms it was made from is
+        kept now, while perf runs, not before it."""
+        if self._text is not None:
+            text, self._text = self._text, None
+            _save(text, self.path)
+
     def settle(self) -> None:
-        """Keep the snapshot being made (once perf has succeeded), remove the part made
-        for this recording. A forked child (offconv.parallel) leaves both to the process
-        that started perf."""
-        if os.getpid() != self._pid:
-            return
-        if self._part is not None:
-            _unlink(self._part)
-            self._part = None
-        if self._proc is None:
-            return
-        proc, self._proc = self._proc, None
-        tmp, self._tmp = self._tmp, None
-        try:
-            made = proc.wait() == 0 and os.path.getsize(tmp) > 0
-        except OSError:   # (the copy removed meanwhile: none is kept)
-            made = False
-        if made:
-            _keep(tmp, self.path)
-        else:
-            _unlink(tmp)
+        """Remove the part made for this recording. A forked child (offconv.parallel)
+        leaves it to the process that started perf."""
+        if os.getpid() == self._pid:
+            self._abandon()
 
     def _abandon(self) -> None:
-        """At exit, a snapshot never settled (perf failed, a usage error)."""
+        """(also at exit, for a conversion that did not end well: perf failed, a usage
+        error)"""
         if self._part is not None and os.getpid() == self._pid:
             _unlink(self._part)
             self._part = None
-        if self._proc is not None and os.getpid() == self._pid:
-            self._proc.kill()
-            self._proc.wait()
-            self._proc = None
-            _unlink(self._tmp)
-            self._tmp = None
 
 
 def begin(path: str) -> Snapshot | None:
-    """The snapshot for perf script's conversion of the perf.data ``path`` -- in use, or
-    being made while perf reads /proc/kallsyms -- or None (see the module's docstring)."""
+    """The snapshot for perf script's conversion of the perf.data ``path``, made now from
+    /proc/kallsyms if there is none for the current key, or None (see the module's
+    docstring)."""
     if os.environ.get(ENV) == "0" or os.path.exists(PROC_KCORE):
         return None
     build_id = running_build_id()
@@ -131,21 +119,17 @@ def begin(path: str) -> Snapshot | None:
     snap = os.path.join(directory, f"kallsyms-{build_id}-{_digest(key)}")
     if _holds(snap):
         return Snapshot(snap, part=part_for(snap, path, directory))
-    cat = spawn.which("cat")
-    if cat is None:
-        return None
     try:
-        fd, tmp = spawn.named_file(directory, ".kallsyms-")
+        with open(PROC_KALLSYMS, "rb") as f:
+            text = f.read()
     except OSError:
         return None
-    try:
-        proc = spawn.Process([cat, PROC_KALLSYMS], fd)
-    except OSError:
-        _unlink(tmp)
+    if not text:
         return None
-    finally:
-        os.close(fd)
-    return Snapshot(snap, proc, tmp)
+    part = _part(text, path, directory)
+    if part is not None:
+        return Snapshot(snap, part=part, text=text)
+    return Snapshot(snap) if _save(text, snap) else None
 
 
 # the largest data section part_for reads: 0.3-0.4 ms a MB to scan (a 4-byte step), and
@@ -160,6 +144,16 @@ def part_for(snap: str, path: str, directory: str) -> str | None:
     """A file of the lines of the snapshot ``snap`` that perf needs for the perf.data
     ``path`` (offconv._speedups.kallsyms_for), made in ``directory``; None where it is not
     used (the module's docstring)."""
+    import mmap   # mapped, not read: a fresh process's copy costs 2-3 ms of page faults
+    try:
+        with open(snap, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as text:
+            return _part(text, path, directory)
+    except (OSError, ValueError):   # (ValueError: an empty file cannot be mapped)
+        return None
+
+
+def _part(text, path: str, directory: str) -> str | None:
+    """part_for of a kallsyms ``text`` (bytes, or a map of the snapshot)."""
     if os.environ.get("OFFCONV_SPEEDUPS", "1") == "0":
         return None
     try:
@@ -178,20 +172,19 @@ def part_for(snap: str, path: str, directory: str) -> str | None:
     data_at, data_size = struct.unpack_from("<2Q", head, 40)
     if data_size > PART_MAX_DATA:
         return None
-    import mmap   # both mapped, not read: a fresh process's copies cost 5 ms of page faults
+    import mmap
     try:
-        with open(snap, "rb") as f, open(path, "rb") as g:
+        with open(path, "rb") as g:
             size = os.fstat(g.fileno()).st_size
             if data_at + data_size > size or not data_size:
                 return None
-            with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as text, \
-                    mmap.mmap(g.fileno(), data_at + data_size, prot=mmap.PROT_READ) as whole:
+            with mmap.mmap(g.fileno(), data_at + data_size, prot=mmap.PROT_READ) as whole:
                 with memoryview(whole) as view:
                     lines = kallsyms_for(text, view[data_at:])
         if lines is None:
             return None
         fd, part = spawn.named_file(directory, ".kallsyms-part-")
-    except (OSError, ValueError):   # (ValueError: an empty file cannot be mapped)
+    except (OSError, ValueError):
         return None
     try:
         with os.fdopen(fd, "wb") as f:
@@ -315,22 +308,29 @@ def recorded_kernel_build_id(path: str) -> str | None:
     return None
 
 
-def _keep(tmp: str, snap: str) -> None:
-    """``tmp`` becomes the snapshot ``snap``; the others (another key, another kernel) are
-    removed."""
+def _save(text: bytes, snap: str) -> bool:
+    """Keep ``text`` as the snapshot ``snap`` (written beside, then renamed: a reader never
+    sees part of it); the others (another key, another kernel) are removed. Whether it
+    was kept."""
+    directory, name = os.path.split(snap)
     try:
-        os.chmod(tmp, 0o600)
+        fd, tmp = spawn.named_file(directory, ".kallsyms-")
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text)
         os.replace(tmp, snap)
     except OSError:
         _unlink(tmp)
-        return
-    directory, name = os.path.split(snap)
+        return False
     try:
         others = [n for n in os.listdir(directory) if n.startswith("kallsyms-") and n != name]
     except OSError:
-        return
+        return True
     for n in others:
         _unlink(os.path.join(directory, n))
+    return True
 
 
 def _unlink(path: str | None) -> None:

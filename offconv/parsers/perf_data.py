@@ -136,6 +136,8 @@ def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True
             args.append("--no-demangle")
     proc = spawn.Process(args, out.fileno(), err.fileno())
     proc.kallsyms_snapshot = snapshot
+    if snapshot is not None:
+        snapshot.started()
     return proc, err, out
 
 

@@ -8,7 +8,7 @@ environment (``python -X importtime``; the interpreter itself takes 8 ms), which
 conversion pays in full: perf's end, and so the SVG's, comes that much later
 (benchmarks/README.md, "Twentieth round"). What is used of them here is small: a child
 with its stdin, stdout and stderr set, ``poll``, ``wait`` and ``kill`` (``Process``: the
-part of ``subprocess.Popen`` that perf_data.Follow and kallsyms_snapshot use, with the
+part of ``subprocess.Popen`` that perf_data.Follow uses, with the
 same ``returncode`` convention), an unlinked temporary file (``unnamed_file``) and a named
 one (``named_file``), and ``shutil.which`` (``which``). Where ``O_TMPFILE`` is not
 supported, tempfile makes the unnamed file (``posix_spawn`` is in every Python 3.10 on
