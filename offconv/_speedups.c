@@ -24,6 +24,7 @@
 #include <string.h>
 
 static PyObject *empty; /* "" */
+static PyObject *one;   /* 1 */
 
 static inline int
 is_digit(Py_UCS1 c)
@@ -484,6 +485,123 @@ error:
     return NULL;
 }
 
+/* one_line_events(lines, i, heads, keys) -> stop
+ *
+ * sum_blocks' one_line_events loop (perf script of a recording without call chains: one
+ * line an event) from lines[i]: appends to ``keys`` the key (entry, leaf key, "") of each
+ * line it takes, exactly as the Python loop builds it, and returns the index of the first
+ * line it does not take: the end, or a line Python must look at (not ASCII, no timestamp,
+ * a head not in ``heads``, a payload that is not a frame). Python decides that line, and
+ * calls again after it when it took it. */
+static PyObject *
+one_line_events(PyObject *self, PyObject *args)
+{
+    PyObject *lines, *heads, *keys;
+    Py_ssize_t i;
+    if (!PyArg_ParseTuple(args, "O!nO!O!", &PyList_Type, &lines, &i, &PyDict_Type, &heads,
+                          &PyList_Type, &keys))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(lines);
+    for (; i < n; i++) {
+        PyObject *line = PyList_GET_ITEM(lines, i);
+        if (!PyUnicode_CheckExact(line) || !PyUnicode_IS_ASCII(line))
+            break;
+        const Py_UCS1 *s = PyUnicode_1BYTE_DATA(line);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(line), tend;
+        Py_ssize_t ts = ts_search(s, len, &tend);
+        if (ts < 0)
+            break;
+        /* j: after.find(": "), else the last character when it is ':' */
+        Py_ssize_t j = -1;
+        for (Py_ssize_t x = tend; x + 1 < len; x++)
+            if (s[x] == ':' && s[x + 1] == ' ') {
+                j = x;
+                break;
+            }
+        if (j < 0) {
+            if (len > tend && s[len - 1] == ':')
+                j = len - 1;
+            else
+                break;
+        }
+        PyObject *before = PyUnicode_Substring(line, 0, ts);
+        PyObject *mid = before ? PyUnicode_Substring(line, tend, j) : NULL;
+        PyObject *hk = mid ? PyTuple_Pack(3, before, mid, one) : NULL;
+        Py_XDECREF(before);
+        Py_XDECREF(mid);
+        if (hk == NULL)
+            return NULL;
+        PyObject *e = PyDict_GetItemWithError(heads, hk);
+        Py_DECREF(hk);
+        if (e == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            break;   /* a new head: _inline_head */
+        }
+        Py_ssize_t p = j + 2;   /* the payload, after its leading spaces */
+        while (p < len && s[p] == ' ')
+            p++;
+        PyObject *leaf;
+        if (p >= len) {
+            leaf = Py_NewRef(Py_None);
+        } else {
+            /* _FRAME_LIKE: ^[0-9a-fA-F]+\s+.*\(.*\)$ */
+            Py_ssize_t h = p;
+            while (h < len && is_hex(s[h]))
+                h++;
+            if (h == p || h >= len || !is_space(s[h]) || s[len - 1] != ')')
+                break;
+            Py_ssize_t open = -1;
+            for (Py_ssize_t x = h + 1; x < len - 1; x++)
+                if (s[x] == '(') {
+                    open = x;
+                    break;
+                }
+            if (open < 0)
+                break;
+            /* rest = payload.partition(" ")[2]; its last "+0x": _offset_key */
+            const Py_UCS1 *sp = memchr(s + p, ' ', len - p);
+            Py_ssize_t r = sp ? (sp - s) + 1 : len, k = -1;
+            for (Py_ssize_t x = len - 3; x >= r; x--)
+                if (s[x] == '+' && s[x + 1] == '0' && s[x + 2] == 'x') {
+                    k = x;
+                    break;
+                }
+            leaf = NULL;
+            if (k >= 0) {
+                Py_ssize_t t = k + 3;
+                while (t < len && is_hex(s[t]))
+                    t++;
+                if (t > k + 3 && len - t >= 2 && s[t] == ' ' && s[t + 1] == '(') {
+                    int ok = 1;   /* no other '(' after it, its first ')' the last character */
+                    for (Py_ssize_t x = t + 2; x < len && ok; x++)
+                        if (s[x] == '(' || (s[x] == ')' && x != len - 1))
+                            ok = 0;
+                    if (ok && s[len - 1] == ')') {
+                        PyObject *sym = PyUnicode_Substring(line, r, k);
+                        PyObject *tail = sym ? PyUnicode_Substring(line, t, len) : NULL;
+                        leaf = tail ? PyTuple_Pack(2, sym, tail) : NULL;
+                        Py_XDECREF(sym);
+                        Py_XDECREF(tail);
+                        if (leaf == NULL)
+                            return NULL;
+                    }
+                }
+            }
+            if (leaf == NULL && (leaf = PyUnicode_Substring(line, r, len)) == NULL)
+                return NULL;
+        }
+        PyObject *key = PyTuple_Pack(3, e, leaf, empty);
+        Py_DECREF(leaf);
+        if (key == NULL || PyList_Append(keys, key) < 0) {
+            Py_XDECREF(key);
+            return NULL;
+        }
+        Py_DECREF(key);
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 /* kallsyms_for(text, data) -> bytes or None
  *
  * The lines of ``text`` (a copy of /proc/kallsyms) that perf script needs to name every
@@ -713,6 +831,9 @@ static PyMethodDef methods[] = {
     {"flush", flush, METH_VARARGS,
      "flush(raw, entries, accepts, leaves, leaf_frames, stacks, callers_frames, counts): "
      "sum_blocks' flush of its raw counts into (thread frame + stack) sums."},
+    {"one_line_events", one_line_events, METH_VARARGS,
+     "one_line_events(lines, i, heads, keys) -> stop: sum_blocks' loop over one-line "
+     "events from lines[i], their keys appended to keys, up to a line it leaves to Python."},
     {"kallsyms_for", kallsyms_for, METH_VARARGS,
      "kallsyms_for(text, data) -> bytes or None: the lines of a kallsyms copy that perf "
      "needs to name the kernel addresses of a perf.data's data section."},
@@ -733,7 +854,8 @@ PyInit__speedups(void)
         hexval[c] = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
                     : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
     empty = PyUnicode_New(0, 0);
-    if (empty == NULL)
+    one = PyLong_FromLong(1);
+    if (empty == NULL || one == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -212,7 +212,10 @@ def one_line_event(draw):
     frame = draw(st.sampled_from(["", "  ffffffff81631cba kmem_cache_free ([kernel.kallsyms])",
                                   "  ffffffff81000000 __schedule+0x1a ([kernel.kallsyms])",
                                   "      564549e74804 get_original_signal+0x24 (/usr/bin/bash)",
-                                  "  7f00 f (/a+0x1 (b))", "  zz main ([unknown])", "  main"]))
+                                  "  7f00 f (/a+0x1 (b))", "  zz main ([unknown])", "  main",
+                                  "  7f00\tmain+0x1f (/a)", "  abc x+0xg1 (/b)", "  abc x+0x1f (/b) ",
+                                  "  abc x+0x1f (b)c)", "  abc\x1cx (/b)", "  abc x(", "  abc (x)",
+                                  "  ABC y+0x1 ((/b)", "  7f00 f+0x"]))
     if "sched_switch" in ev:
         frame = (" prev_comm=x prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=y "
                  "next_pid=2 next_prio=120")
@@ -487,6 +490,34 @@ def test_c_loop_counts_most_samples(loop):
     assert events == 286 and 2 * events <= sum(counted) < 3 * events, sum(counted)
 
 
+def test_c_loop_counts_most_one_line_events(loop):
+    """The C loop of one-line events (a recording without call chains) is what counts
+    them: Python takes the first event of each new head (and the lines it leaves), C the
+    rest; the sums are the Python loop's (test_fixtures_same_as_records)."""
+    if loop != "c":
+        pytest.skip("the C loop")
+    path = FIX / "recorded" / "nocallchain" / "oncpu-no-g.perf-script.txt.gz"
+    real = perf_script._one_line_events()
+    taken = []
+
+    def spy(lines, i, heads, keys):
+        before = len(keys)
+        stop = real(lines, i, heads, keys)
+        taken.append(len(keys) - before)
+        return stop
+
+    opts = ParseOptions()
+    sums = Sums(opts)
+    old = perf_script._one_line_events
+    perf_script._one_line_events = lambda: spy
+    try:
+        perf_script.sum_blocks(iter(Source(str(path)).block_lists()), str(path), opts, {}, sums)
+    finally:
+        perf_script._one_line_events = old
+    assert 2900 <= sum(taken) <= 3000, sum(taken)
+    assert sum(sums.counts.values()) == 2999 * 1001001 + 1001001
+
+
 def test_c_loop_leaks_nothing(loop):
     """The C loops hold no reference they do not give back: summing the same input again
     and again leaves the traced memory where one run left it (a reference leaked per
@@ -500,9 +531,13 @@ def test_c_loop_leaks_nothing(loop):
     lists = lists_of("\n\n".join([text] * 6) + "\n", (300, 900))
     opts = ParseOptions()
 
+    one_line = list(Source(str(FIX / "recorded" / "nocallchain" / "oncpu-no-g.perf-script.txt.gz"))
+                    .block_lists())
+
     def run():
         sums = Sums(opts)
         perf_script.sum_blocks(iter(lists), "x.txt", opts, {}, sums)
+        perf_script.sum_blocks(iter(one_line), "y.txt", opts, {}, sums)  # one-line events
         return len(sums.counts)
 
     tracemalloc.start()

@@ -788,6 +788,7 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
     counts = sums.counts
     add = counts.setdefault
     count_blocks, c_flush = _speedups()
+    c_lines = _one_line_events() if count_blocks is not None else None
 
     def accepts(e: int) -> bool:
         tf, period, event = entries[e]
@@ -846,6 +847,10 @@ def sum_blocks(lists: Iterable[tuple[int, list]], path: str, opts: ParseOptions,
         add_key = keys.append
         i = pos
         while i < n:
+            if c_lines is not None:  # the loop below in C, up to a line it leaves
+                i = c_lines(lines, i, heads, keys)
+                if i >= n:
+                    break
             line = lines[i]
             tm = ts_search(line)
             if tm is None:
@@ -992,6 +997,16 @@ def _speedups() -> tuple:
     except ImportError:
         return None, None
     return count_blocks, flush
+
+
+def _one_line_events():
+    """offconv._speedups.one_line_events (the loop of sum_blocks' one_line_events in C),
+    or None where _speedups gives none (an older build of it)."""
+    try:
+        from offconv._speedups import one_line_events
+    except ImportError:
+        return None
+    return one_line_events
 
 
 # characters of callers' text sum_blocks keeps as cache keys (a collapse keeps more than
