@@ -128,3 +128,26 @@ def test_perf_scripts_start_imports_none_of_the_slow_modules(tmp_path):
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0"], r.stdout  # perf ended well; none of them imported
+
+
+def test_a_dropped_child_is_no_zombie():
+    """As Popen: a Process dropped without a wait is reaped when it is dropped (ended), or
+    when the next child starts (still running then)."""
+    def state(pid):
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return None   # gone: reaped
+    p = spawn.Process([spawn.which("true")])
+    pid = p.pid
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)   # ended, not reaped
+    assert state(pid) == "Z"
+    del p
+    assert state(pid) is None
+    p = spawn.Process([spawn.which("sh"), "-c", "sleep 0.2"])
+    pid = p.pid
+    del p   # still running: noted
+    assert state(pid) in ("S", "R")
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    spawn.Process([spawn.which("true")]).wait()   # the next child reaps it
+    assert state(pid) is None

@@ -31,9 +31,15 @@ def perf_script_files():
         if not p.is_file() or p.suffix in {".md", ".svg", ".json", ".py", ".folded", ".log"}:
             continue
         try:
-            head = Source(str(p)).head
+            src = Source(str(p))
         except OffconvError:
             continue
+        try:
+            head = src.head
+        except OffconvError:
+            continue
+        finally:
+            src.close()   # (a perf.data's: its perf script killed and waited for)
         if perf_script.sniff(head) != "no":
             out.append(p)
     return out

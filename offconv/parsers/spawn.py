@@ -59,9 +59,18 @@ class Process:
     the signal that ended it)."""
 
     def __init__(self, args: list, stdout: "int | None" = None, stderr: "int | None" = None):
+        _reap_dropped()
         self.args = list(args)
         self.returncode: "int | None" = None
+        self.pid = None   # (until it has started: a failed start leaves nothing to reap)
         self.pid = spawn(self.args, stdout, stderr)
+
+    def __del__(self):
+        """Dropped without a wait (an input opened and left, as a test may): its exit is
+        collected now, or when the next child starts if it still runs (as Popen's
+        ``_active``), so that it is no zombie for as long as offconv runs."""
+        if self.pid is not None and self.returncode is None and self.poll() is None:
+            _DROPPED.append(self.pid)
 
     def poll(self) -> "int | None":
         if self.returncode is None:
@@ -103,6 +112,19 @@ class Process:
 
     def kill(self) -> None:
         self.send_signal(SIGKILL)
+
+
+_DROPPED: list = []   # pids of children whose Process was dropped while they ran
+
+
+def _reap_dropped() -> None:
+    for pid in _DROPPED[:]:
+        try:
+            done = os.waitpid(pid, os.WNOHANG)[0] == pid
+        except ChildProcessError:
+            done = True
+        if done:
+            _DROPPED.remove(pid)
 
 
 def spawn(args: list, stdout: "int | None", stderr: "int | None") -> int:
