@@ -24,7 +24,7 @@
 #include <string.h>
 
 static PyObject *empty; /* "" */
-static PyObject *one;   /* 1 */
+static PyObject *one;   /* 1 (a count, and one_line_events' head keys) */
 
 static inline int
 is_digit(Py_UCS1 c)
@@ -236,9 +236,6 @@ count_blocks(PyObject *self, PyObject *args)
     const Py_UCS1 *last = NULL;
     Py_ssize_t last_ts = 0, last_te = 0, last_hlen = 0;
     PyObject *last_e = NULL; /* borrowed from heads, which this call does not change */
-    PyObject *one = PyLong_FromLong(1);
-    if (one == NULL)
-        return NULL;
     Py_ssize_t n = PyList_GET_SIZE(pieces);
     for (; i < n; i++) {
         PyObject *block = PyList_GET_ITEM(pieces, i);
@@ -354,10 +351,8 @@ count_blocks(PyObject *self, PyObject *args)
             goto error;
         counted++;
     }
-    Py_DECREF(one);
     return Py_BuildValue("nnn", i, counted, budget);
 error:
-    Py_DECREF(one);
     return NULL;
 }
 
