@@ -270,7 +270,8 @@ os.wait()
 @needs("perf")
 def test_perf_recording_names_the_waker_of_a_wake_up_queued_for_an_idle_cpu(tmp_path):
     """sched_waking is recorded (it fires in the waker): the client's waits are the server's
-    CPU work, and the answer is to profile on CPU, not to fix a network."""
+    CPU work, and the answer is to profile that on CPU, not to fix a network nor to add
+    cores."""
     out = tmp_path / "rpc.txt"
     r = record("-d", "4", "-o", out, "--", sys.executable, "-c", RPC_CPU, "2", env=ENV, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -280,7 +281,20 @@ def test_perf_recording_names_the_waker_of_a_wake_up_queued_for_an_idle_cpu(tmp_
     causes = {c["cause"]: c["blocked_us"] for c in rep["causes"]}
     assert causes.get("peer-cpu", 0) > 1_000_000, causes
     assert causes.get("network", 0) < causes["peer-cpu"] / 4, causes
-    assert rep["verdict"]["answer"] == "on-cpu", rep["verdict"]["reason"]
+    # the verdict of the workload's own threads (the recording also holds record.sh's
+    # shells, and one queued 459 ms behind the server's hashing on a busy CI run: the
+    # whole recording then read "capacity", true of that moment but not of the RPC; it
+    # read "on-cpu" otherwise): the client waits for the server's CPU work, so profile
+    # that on CPU. On a busy machine the server also waits for a CPU, and the answer is
+    # then "both", that advice first (two CPU hogs beside the test: 3 runs of 3)
+    r = CliRunner().invoke(app, ["report", str(out), "--json", "--comm", "^oc-"])
+    assert r.exit_code == 0, r.output
+    verdict = json.loads(r.stdout)["verdict"]
+    assert verdict["answer"] in ("waiting", "both"), verdict["reason"]
+    assert "profile the thread it waits for on CPU" in verdict["reason"].partition(" then ")[0]
+    assert verdict["cause"]["cause"] == "peer-cpu" and verdict["cause"]["comm"] == "oc-client"
+    assert verdict["cause"]["woken_by"] == "oc-server"
+    assert verdict["cause"]["next_step"] == "profile the thread it waits for on CPU"
 
 
 @needs("perf")
