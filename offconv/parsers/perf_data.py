@@ -123,7 +123,8 @@ def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True
     args = [perf, "script", "-i", path, *_kallsyms_arg(kallsyms)]
     snapshot = None
     if not kallsyms and fields:
-        # a copy of /proc/kallsyms while the kernel's symbols stay the same: 30-40 ms less
+        # the lines of a /proc/kallsyms copy that this recording needs (kallsyms_snapshot):
+        # perf script 0.19-0.23 -> 0.09 s on the recording without call chains
         from .kallsyms_snapshot import begin
         snapshot = begin(path)
         if snapshot is not None:
