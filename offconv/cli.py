@@ -8,6 +8,7 @@ import errno
 import io
 import os
 import signal
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -296,6 +297,28 @@ def write_output(fmt, profile, opts: Options, out: Optional[str]) -> None:
         raise
 
 
+def _file_id(path: str):
+    """(device, inode) of PATH (``-``: of standard input) when it is a regular file, else None
+    (missing; /dev/null, a pipe or a FIFO hold nothing to lose)."""
+    try:
+        st = os.fstat(sys.stdin.fileno()) if path == "-" else os.stat(path)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def refuse_input_as_output(out: str, inputs) -> None:
+    """An output never replaces an input: OUT naming the same file as one of INPUTS is
+    ``offconv: OUT: is also an input (INPUT): write the output elsewhere``, exit 2."""
+    target = _file_id(out)
+    if target is None:
+        return  # OUT does not exist yet: it cannot be an input
+    for path in inputs:
+        if _file_id(path) == target:
+            shown = "standard input" if path == "-" else path
+            raise OffconvError(f"{out}: is also an input ({shown}): write the output elsewhere")
+
+
 STDOUT_NAME = "<stdout>"   # how an error names standard output (as Python names it)
 
 
@@ -319,11 +342,14 @@ def writing_stdout():
         raise OffconvError(f"{STDOUT_NAME}: cannot write: {e.strerror}") from None
 
 
-def check_output(out: Optional[str]) -> None:
+def check_output(out: Optional[str], inputs=()) -> None:
     """Fail before reading the input when OUT cannot be written (a missing folder, a
-    directory, no permission): ``offconv: OUT: cannot write: <strerror>``, exit 2."""
+    directory, no permission): ``offconv: OUT: cannot write: <strerror>``, exit 2; or when
+    OUT is one of INPUTS (the same file by device and inode: the same path, a symlink, a
+    hard link; ``-`` is standard input): ``offconv: OUT: is also an input (...)``, exit 2."""
     if out in (None, "-"):
         return
+    refuse_input_as_output(out, inputs)
     if os.path.isdir(out):
         raise OffconvError(f"{out}: cannot write: {os.strerror(errno.EISDIR)}")
     if os.path.exists(out) and not os.path.isfile(out):
@@ -376,7 +402,7 @@ def convert(inputs, out, to, **kw):
     from . import pipeline
     opts = build_options(kw)
     fmt = choose_output(out, to)
-    check_output(out)
+    check_output(out, inputs)
     if fmt.timeline:
         opts = replace(opts, aggregate=replace(opts.aggregate, timeline=True))
     if not (fmt.report or fmt.name == "hist"):   # a stack output: no per-thread analysis
@@ -466,7 +492,7 @@ def report(inputs, as_json, out, runq_p99_long_us, runq_share_long, blocked_p99_
         runq_p99_long_us=runq_p99_long_us, runq_share_long=runq_share_long,
         blocked_p99_long_us=blocked_p99_long_us, blocked_share_long=blocked_share_long, top=top))
     fmt = formats.output_format("json" if as_json or _report_suffix(out) == "json" else "report")
-    check_output(out)
+    check_output(out, inputs)
     profile = pipeline.load(inputs, _by_name(opts), kw["from_format"])
     if as_json or out not in (None, "-"):  # the text report on stdout shows them itself
         _warn(profile)
@@ -543,7 +569,7 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
                                "give --to (folded, svg, report, json)")
     if to is None:
         to = "json" if as_json else "folded"
-    check_output(out)
+    check_output(out, inputs)
     split = formats.output_format("svg").state_split if to == "svg" else False
     from .parallel import load_pair  # BEFORE in a second process while AFTER loads here
     sides = load_pair(list(inputs), lambda p: pipeline.load([p], opts, kw["from_format"],
