@@ -26,9 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO))
 
-from offconv.model import Profile  # noqa: E402
-from offconv.options import Options  # noqa: E402
-from offconv.renderers.svg.graph import render  # noqa: E402
+from offconv.model.records import Profile  # noqa: E402
+from offconv.model.options import Options  # noqa: E402
+from offconv.outputs.svg.graph import render  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import input_file, program  # noqa: E402

@@ -239,7 +239,7 @@ def main() -> int:
                 """offconv's median on a first conversion after a boot or a module change,
                 as a note: no kallsyms snapshot of the current key yet, so offconv reads
                 /proc/kallsyms before perf starts (the runs above read the snapshot that
-                the first of them made: offconv.parsers.kallsyms_snapshot)."""
+                the first of them made: offconv.inputs.perf_data.kallsyms)."""
                 import tempfile
                 times = []
                 for _ in range(a.runs):

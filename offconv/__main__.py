@@ -1,3 +1,3 @@
-from .launch import main
+from offconv.launch import main
 
 main()

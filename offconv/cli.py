@@ -17,11 +17,10 @@ from typing import Optional
 
 import click
 
-from . import formats, gcpause
-from .errors import EXIT_INTERNAL, OffconvError
-from .options import (FAIL_ON_CHOICES, KINDS, MODES, UNITS, AggregateOptions, FlameOptions,
-                      NamingOptions, Options, ParseOptions, ReportOptions)
-from .renderers.svg.palette import BGCOLORS, PALETTES
+from offconv.model import registry as formats, gcpause
+from offconv.model.errors import EXIT_INTERNAL, OffconvError
+from offconv.model.options import FAIL_ON_CHOICES, KINDS, MODES, UNITS, AggregateOptions, FlameOptions, NamingOptions, Options, ParseOptions, ReportOptions
+from offconv.outputs.svg.palette import BGCOLORS, PALETTES
 
 _A = AggregateOptions()
 _F = FlameOptions()
@@ -64,7 +63,7 @@ class DefaultGroup(click.Group):
 
     def invoke(self, ctx):
         try:
-            with gcpause.paused():  # a command's objects hold no cycles (offconv.gcpause)
+            with gcpause.paused():  # a command's objects hold no cycles (offconv.model.gcpause)
                 return super().invoke(ctx)
         except OffconvError as e:
             for line in e.lines():
@@ -105,7 +104,7 @@ def _states(ctx, param, value) -> Optional[frozenset]:
     """offcputime's bitmask (0 = preempted/R, 2 = D, ...) or letters ('D', 'SD', 'S,D')."""
     if value is None:
         return None
-    from .offcpu import parse_state
+    from offconv.run.offcpu import parse_state
     try:
         return parse_state(value)
     except OffconvError as e:
@@ -399,7 +398,7 @@ def app():
 def convert(inputs, out, to, **kw):
     """Convert INPUT... (perf script text, perf.data, folded, bcc, bpftrace) into folded stacks, an SVG
     flame graph, histograms or a report. Several inputs are merged."""
-    from . import pipeline
+    from offconv.run import pipeline
     opts = build_options(kw)
     fmt = choose_output(out, to)
     check_output(out, inputs)
@@ -487,7 +486,7 @@ def report(inputs, as_json, out, runq_p99_long_us, runq_share_long, blocked_p99_
     """Blocked time vs run-queue latency per thread, causes, percentiles, top stacks, and
     the verdict: capacity (add cores), waiting (fix the I/O, lock or dependency), both, or
     on-cpu (go back to the CPU profiler). The thresholds that define a long tail are options."""
-    from . import pipeline
+    from offconv.run import pipeline
     opts = replace(build_options(kw), report=ReportOptions(
         runq_p99_long_us=runq_p99_long_us, runq_share_long=runq_share_long,
         blocked_p99_long_us=blocked_p99_long_us, blocked_share_long=blocked_share_long, top=top))
@@ -554,9 +553,9 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
     options): a differential folded file (difffolded.pl's layout), a differential flame
     graph (widths from AFTER, red = grew, blue = shrank; --negate: BEFORE's widths), or a
     report of what changed. Exit 1 with --fail-above when it grew too much (CI)."""
-    from . import pipeline
-    from . import diff as differ
-    from .renderers import diff_report
+    from offconv.run import pipeline
+    from offconv.analysis import diff as differ
+    from offconv.outputs import diff_report
     if len(inputs) != 2:
         raise click.UsageError(f"diff takes two inputs, BEFORE and AFTER (got {len(inputs)})")
     opts = build_options(kw)
@@ -571,7 +570,7 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
         to = "json" if as_json else "folded"
     check_output(out, inputs)
     split = formats.output_format("svg").state_split if to == "svg" else False
-    from .parallel import load_pair  # BEFORE in a second process while AFTER loads here
+    from offconv.run.parallel import load_pair  # BEFORE in a second process while AFTER loads here
     sides = load_pair(list(inputs), lambda p: pipeline.load([p], opts, kw["from_format"],
                                                            state_split_default=split))
     if not quiet:
@@ -627,7 +626,7 @@ def _input_format_name(path: str, from_format: str) -> Optional[str]:
         return from_format
     if path == "-":
         return None
-    from .pipeline import open_input
+    from offconv.run.pipeline import open_input
     try:
         src, fmt = open_input(path)
     except (OffconvError, OSError):
@@ -665,7 +664,7 @@ class _PassThrough(click.Command):
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def record(args):
     """Record scheduler events for a bounded window (runs scripts/record.sh; --help for options)."""
-    from . import recorder
+    from offconv import recorder
     ctx = click.get_current_context()
     ctx.exit(recorder.main(ctx.meta.get("offconv.record.args", list(args))))
 

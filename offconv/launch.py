@@ -1,7 +1,7 @@
 """The console entry point, run before the rest of offconv is imported: ``perf script`` is
 started at once on the first input when it is a perf.data, so that it works while
 Python imports offconv and parses the command line (about 0.1 s, an eighth of a 20 s
-recording's conversion); offconv.parsers.perf_data then takes the running converter over.
+recording's conversion); offconv.inputs.perf_data.reader then takes the running converter over.
 Converters that nobody takes over (a usage error, a file given as an option's value) are
 killed at exit.
 
@@ -9,7 +9,7 @@ When the command is done, the process ends with ``os._exit`` once the atexit han
 run and stdout and stderr are flushed: tearing down the heap (every stack, frame and cache
 of a large input, one object at a time) took 0.08-0.1 s of a 1 s collapse and changes no
 output. offconv starts no threads and writes its outputs completely before it returns.
-The cyclic collector is off from the start to that end (offconv.gcpause): turned back on
+The cyclic collector is off from the start to that end (offconv.model.gcpause): turned back on
 after the command, it collected every stack still alive before the process ended (0.05-0.11
 s after the SVG of a 23k-stack perf.data)."""
 from __future__ import annotations
@@ -29,9 +29,9 @@ def main() -> None:
         prestart(sys.argv[1:])
     except Exception:  # noqa: BLE001 - an optimisation: the command runs the same without it
         pass
-    from .cli import main as cli_main
+    from offconv.cli import main as cli_main
     # The cyclic collector stays off until the end: the command pauses it anyway
-    # (offconv.gcpause), and re-enabling it when the command is done made the next
+    # (offconv.model.gcpause), and re-enabling it when the command is done made the next
     # allocation collect every object allocated during the pause, all still alive (every
     # stack and frame): 0.05-0.11 s after a 23k-stack SVG was written, for nothing, as the
     # process then ends with os._exit.
@@ -65,7 +65,7 @@ def fast_exit(code) -> None:
 def prestart(args: list) -> None:
     if not args or args[0] in ("record", "--help", "-h", "--version"):
         return
-    from .parsers import perf_data
+    from offconv.inputs.perf_data import reader as perf_data
     kallsyms = None
     for i, a in enumerate(args):
         if a == "--kallsyms" and i + 1 < len(args):

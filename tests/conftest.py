@@ -15,7 +15,7 @@ def pytest_addoption(parser):
 
 @pytest.fixture(scope="session", autouse=True)
 def _own_cache_dir(tmp_path_factory):
-    """offconv's cache (the kallsyms snapshot: offconv.parsers.kallsyms_snapshot) in the
+    """offconv's cache (the kallsyms snapshot: offconv.inputs.perf_data.kallsyms) in the
     session's own directory, for every offconv the tests run, in this process or not: no
     test reads or leaves the user's ~/.cache/offconv."""
     import os
@@ -31,8 +31,8 @@ def _own_cache_dir(tmp_path_factory):
 @pytest.fixture
 def perf_script_runs(monkeypatch) -> list:
     """The command lines of the perf scripts that offconv starts in this process, in order
-    (each a list; offconv.parsers.spawn.Process is how perf_data starts them)."""
-    from offconv.parsers import spawn
+    (each a list; offconv.inputs.perf_data.spawn.Process is how perf_data starts them)."""
+    from offconv.inputs.perf_data import spawn
     started = []
     real = spawn.Process
 
@@ -71,10 +71,10 @@ NAMING_KEYS = ("pid", "tid", "kernel", "jit")
 
 
 def folded_dict(profile, **naming) -> dict:
-    """A profile's samples by display text (offconv.naming), merged as the folded output
+    """A profile's samples by display text (offconv.model.naming), merged as the folded output
     merges them."""
-    from offconv.naming import Namer
-    from offconv.options import NamingOptions
+    from offconv.model.naming import Namer
+    from offconv.model.options import NamingOptions
     namer = Namer(NamingOptions(**naming))
     out: dict = {}
     for k, v in profile.samples.items():

@@ -21,9 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 from offconv.cli import app
-from offconv.model import BLOCKED, ONCPU, RUNQ, Task, ThreadTime
-from offconv.parsers import bpftrace
-from offconv.options import ParseOptions
+from offconv.model.records import BLOCKED, ONCPU, RUNQ, Task, ThreadTime
+from offconv.inputs import bpftrace
+from offconv.model.options import ParseOptions
 
 FIX = Path(__file__).parent / "fixtures" / "bpftrace_record"
 ROOT = Path(__file__).resolve().parents[1]
@@ -264,8 +264,8 @@ def test_timeouts_are_a_retry_only_when_short(tmp_path, average_us, stays_lock):
 
 
 def test_sync_waits_are_disk_waits():
-    from offconv.causes import classify
-    from offconv.model import KERNEL, Frame
+    from offconv.sched.causes import classify
+    from offconv.model.records import KERNEL, Frame
 
     def stack(*names):
         return tuple(Frame(n, "", KERNEL) for n in names)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from offconv.cli import app
-from offconv.options import AggregateOptions, NamingOptions, Options, ParseOptions
-from offconv import pipeline
-from offconv.renderers import folded
+from offconv.model.options import AggregateOptions, NamingOptions, Options, ParseOptions
+from offconv.run import pipeline
+from offconv.outputs import folded
 
 SUITE = Path(__file__).parent / "fixtures" / "flamegraph-test"
 INPUTS = sorted(p.stem for p in SUITE.glob("*.txt"))

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from offconv import cli
 from offconv.cli import app
-from offconv.errors import EXIT_INTERNAL
+from offconv.model.errors import EXIT_INTERNAL
 
 FIX = Path(__file__).parent / "fixtures"
 E2E = FIX / "recorded" / "e2e_victim_a_small"
@@ -82,7 +82,7 @@ def test_output_on_read_only_filesystem():
 
 
 def test_internal_error_has_its_own_code_and_one_line(monkeypatch):
-    from offconv import pipeline
+    from offconv.run import pipeline
 
     def boom(*a, **k):
         raise KeyError("surprise")
@@ -174,7 +174,7 @@ def test_folded_with_one_bad_line_names_it(tmp_path):
 
 
 def test_perf_script_is_not_taken_for_folded_nor_folded_for_perf_script():
-    from offconv import formats
+    from offconv.model import registry as formats
     assert formats.detect("x", PS.read_text().split("\n")[:200]).name == "perf-script"
     assert formats.detect("x", ["a;b 1", "a;c 2"]).name == "folded"
 
@@ -271,7 +271,7 @@ def test_comm_keeps_the_fork_exec_period_under_the_parent_name(tmp_path):
 
 
 def test_state_is_offcputime_bitmask():
-    from offconv.offcpu import parse_state
+    from offconv.run.offcpu import parse_state
     assert "I" in parse_state("2") and "D" in parse_state("2")
     assert parse_state("1026") == parse_state("0x402") == frozenset("DIN")
     assert parse_state("0x100") == frozenset("K")

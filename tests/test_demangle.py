@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from offconv import pipeline
-from offconv.aggregate import Sums
+from offconv.run import pipeline
+from offconv.run.aggregate import Sums
 from offconv.cli import app
-from offconv.model import Frame, Task, thread_frame
-from offconv.options import ParseOptions
-from offconv.parsers import demangle, perf_data, perf_script
-from offconv.parsers.demangle import Retry, perf_demangles
-from offconv.parsers.perf_script import parse_frame
+from offconv.model.records import Frame, Task, thread_frame
+from offconv.model.options import ParseOptions
+from offconv.inputs import demangle, perf_script
+from offconv.inputs.perf_data import reader as perf_data
+from offconv.inputs.demangle import Retry, perf_demangles
+from offconv.inputs.perf_script import parse_frame
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CXXFILT = shutil.which("c++filt")

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from offconv.cli import app
-from offconv.diff import strip_hex
+from offconv.analysis.diff import strip_hex
 
 from conftest import FIXTURES
 
@@ -255,8 +255,8 @@ def test_differential_svg_of_real_recordings_passes_svg_check(tmp_path):
 
 
 def test_latency_from_histograms_when_a_side_has_no_sched_events():
-    from offconv.diff import compare, report
-    from offconv.model import Frame, Histogram, Profile
+    from offconv.analysis.diff import compare, report
+    from offconv.model.records import Frame, Histogram, Profile
     def side(scale):
         p = Profile(unit="us", mode="offcpu", samples={(Frame("t", kind="thread"), Frame("x")): 10 * scale})
         # bpftrace hist() of run-queue latency in µs: 90 waits in [4, 8), 10 in [64, 128)
@@ -275,7 +275,7 @@ def pair_all(monkeypatch):
     """Every diff loads BEFORE in a child (whatever its size and the machine's cores),
     but not with OFFCONV_JOBS=1: the serial order it is compared with. ``calls``: what
     each child sent back (a Profile, or None: loaded again here)."""
-    from offconv import parallel
+    from offconv.run import parallel
     monkeypatch.setattr(parallel, "PAIR_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "enabled", lambda: __import__("os").environ.get("OFFCONV_JOBS") != "1")
     calls = []

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from offconv import pipeline
+from offconv.run import pipeline
 from offconv.cli import app
-from offconv.naming import Namer
-from offconv.options import AggregateOptions, NamingOptions, Options
+from offconv.model.naming import Namer
+from offconv.model.options import AggregateOptions, NamingOptions, Options
 
 VICTIM = Path(__file__).parent / "fixtures" / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.perf-script.txt"
 
@@ -59,7 +59,7 @@ def test_svg_flamechart_draws_left_to_right_in_time_order(tmp_path):
     it = iter(first_threads)
     assert all(any(t == x for x in it) for t in titles)
     # and in the geometry itself (no pruning), every period is its own frame in order
-    from offconv.renderers.svg.layout import layout
+    from offconv.outputs.svg.layout import layout
     namer = Namer(NamingOptions())
     boxes = layout([(namer.stack(s), w) for s, w in p.sequence], flamechart=True).boxes
     assert [b.name for b in sorted((b for b in boxes if b.depth == 1), key=lambda b: b.start)] == first_threads

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from offconv import naming, parallel, pipeline
-from offconv.parsers import perf_data
+from offconv.model import naming
+from offconv.run import parallel, pipeline
+from offconv.inputs.perf_data import reader as perf_data
 from test_parallel import run as convert  # (exit code, output, bytes written) with OFFCONV_JOBS
 
 FIX = Path(__file__).parent / "fixtures"
@@ -332,7 +333,7 @@ def test_a_waiting_child_ends_with_its_parent(tmp_path):
     """The parent killed before it gave the child a part (its job pipe closes): the child
     does not wait for ever."""
     code = ("import os, sys, time\n"
-            "from offconv import parallel\n"
+            "from offconv.run import parallel\n"
             "w = parallel._forked_later(lambda **kw: 1)\n"
             "print(w.pid, flush=True)\n"
             "os.kill(os.getpid(), 9)\n")

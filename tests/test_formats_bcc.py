@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from offconv import pipeline
+from offconv.run import pipeline
 from offconv.cli import app
-from offconv.errors import ParseError
-from offconv.model import (BLOCKED, DELIMITER, KERNEL, MARKER, OFFCPU, ONCPU, RUNQ, THREAD, USER,
-                           WAKER_DELIMITER, WAKEUP)
-from offconv.options import Options, ParseOptions
-from offconv.parsers import bcc_hist, folded
+from offconv.model.errors import ParseError
+from offconv.model.records import BLOCKED, DELIMITER, KERNEL, MARKER, OFFCPU, ONCPU, RUNQ, THREAD, USER, WAKER_DELIMITER, WAKEUP
+from offconv.model.options import Options, ParseOptions
+from offconv.inputs import bcc_hist, folded
 
 BCC = Path(__file__).parent / "fixtures" / "bcc"
 

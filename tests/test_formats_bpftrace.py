@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from offconv.errors import OffconvError
-from offconv import pipeline
+from offconv.model.errors import OffconvError
+from offconv.run import pipeline
 from offconv.cli import app
-from offconv.errors import ParseError
-from offconv.model import BLOCKED, KERNEL, OFFCPU, ONCPU, RUNQ, THREAD, USER, Histogram, Sample
-from offconv.options import Options, ParseOptions
-from offconv.parsers import bpftrace, bpftrace_json
-from offconv.renderers import hist
+from offconv.model.errors import ParseError
+from offconv.model.records import BLOCKED, KERNEL, OFFCPU, ONCPU, RUNQ, THREAD, USER, Histogram, Sample
+from offconv.model.options import Options, ParseOptions
+from offconv.inputs import bpftrace, bpftrace_json
+from offconv.outputs import hist
 
 BT = Path(__file__).parent / "fixtures" / "bpftrace"
 TEXT = sorted(p for p in BT.glob("*.txt"))

@@ -1,4 +1,4 @@
-"""offconv.histograms: bucket-wise merge, bucket-resolution estimates, the shape reading
+"""offconv.sched.histograms: bucket-wise merge, bucket-resolution estimates, the shape reading
 (synthetic unimodal / bimodal / empty-tail / first-bucket distributions, real bimodal
 data, exact perf intervals), the verdict from histograms, and the histogram-only report."""
 from __future__ import annotations
@@ -9,11 +9,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from offconv import histograms, pipeline
+from offconv.sched import histograms
+from offconv.run import pipeline
 from offconv.cli import app
-from offconv.model import BLOCKED, RUNQ, Histogram
-from offconv.options import Options, ReportOptions
-from offconv.renderers import hist
+from offconv.model.records import BLOCKED, RUNQ, Histogram
+from offconv.model.options import Options, ReportOptions
+from offconv.outputs import hist
 
 FIX = Path(__file__).parent / "fixtures"
 BT = FIX / "bpftrace"

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from offconv import pipeline
+from offconv.run import pipeline
 from offconv.cli import app
-from offconv.model import OFFCPU
-from offconv.options import Options, ParseOptions
-from offconv.parsers import perf_script
-from offconv.parsers.perf_script import rust_demangle
+from offconv.model.records import OFFCPU
+from offconv.model.options import Options, ParseOptions
+from offconv.inputs import perf_script
+from offconv.inputs.perf_script import rust_demangle
 
 FIX = Path(__file__).parent / "fixtures"
 OFF = FIX / "perf-offcpu" / "offcpu-time.txt"
@@ -25,7 +25,7 @@ def test_offcpu_time_events_are_weighted_by_their_period_in_ns():
     p = pipeline.load([str(OFF)], Options())
     assert (p.unit, p.mode) == ("ns", OFFCPU)
     assert p.total() == 50341207 + 3011482 + 50338004 + 50120930
-    from offconv.source import Source
+    from offconv.inputs.source import Source
     blocks = list(perf_script.parse_blocks(Source(str(OFF)).blocks(), str(OFF)))
     assert blocks == recs                             # the hot path agrees
     res = CliRunner().invoke(app, [str(OFF), "--to", "svg"])

@@ -1,4 +1,4 @@
-"""The registry (offconv.formats) names each format's module with what the command line
+"""The registry (offconv.model.registry) names each format's module with what the command line
 needs before loading it (names, suffixes, magic): those lines agree with the modules'
 FORMAT records, and a run loads only the modules of the formats it uses."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from offconv import formats
+from offconv.model import registry as formats
 
 FIX = Path(__file__).parent / "fixtures"
 PERF_SCRIPT = FIX / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.perf-script.txt"
@@ -41,12 +41,12 @@ def test_suffixes_pick_the_longest():
 
 # what a collapse of perf script text to folded must not load (each is a format or the
 # analysis behind another output)
-NOT_FOR_A_COLLAPSE = ("offconv.renderers.svg.graph", "offconv.renderers.svg.layout",
-                      "offconv.renderers.svg.write", "offconv.renderers.report",
-                      "offconv.renderers.json_report", "offconv.renderers.speedscope",
-                      "offconv.renderers.pprof", "offconv.analysis", "offconv.verdict",
-                      "offconv.parsers.bpftrace", "offconv.parsers.bpftrace_json",
-                      "offconv.parsers.bcc_hist", "offconv.parsers.folded")
+NOT_FOR_A_COLLAPSE = ("offconv.outputs.svg.graph", "offconv.outputs.svg.layout",
+                      "offconv.outputs.svg.write", "offconv.outputs.report",
+                      "offconv.outputs.json_report", "offconv.outputs.speedscope",
+                      "offconv.outputs.pprof", "offconv.analysis.threads", "offconv.analysis.verdict",
+                      "offconv.inputs.bpftrace", "offconv.inputs.bpftrace_json",
+                      "offconv.inputs.bcc_hist", "offconv.inputs.folded")
 
 _LOADED = ("import atexit, json, runpy, sys\n"
            "atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules "
@@ -66,7 +66,7 @@ def test_a_collapse_loads_one_parser_and_one_renderer(tmp_path):
     out = tmp_path / "out.folded"
     loaded = _modules_loaded(tmp_path, str(PERF_SCRIPT), "--mode", "oncpu", "-o", str(out))
     assert out.stat().st_size > 0
-    assert {"offconv.parsers.perf_script", "offconv.renderers.folded"} <= loaded
+    assert {"offconv.inputs.perf_script", "offconv.outputs.folded"} <= loaded
     assert not loaded & set(NOT_FOR_A_COLLAPSE), sorted(loaded & set(NOT_FOR_A_COLLAPSE))
 
 
@@ -74,5 +74,5 @@ def test_an_svg_loads_the_svg_renderer(tmp_path):
     out = tmp_path / "out.svg"
     loaded = _modules_loaded(tmp_path, str(PERF_SCRIPT), "-o", str(out))
     assert out.read_text().startswith("<?xml")
-    assert "offconv.renderers.svg.graph" in loaded
-    assert "offconv.renderers.speedscope" not in loaded
+    assert "offconv.outputs.svg.graph" in loaded
+    assert "offconv.outputs.speedscope" not in loaded

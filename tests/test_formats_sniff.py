@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from offconv import formats
-from offconv.format_types import YES
-from offconv.source import Source
+from offconv.model import registry as formats
+from offconv.model.formats import YES
+from offconv.inputs.source import Source
 
 FIX = Path(__file__).parent / "fixtures"
 

@@ -12,10 +12,9 @@ from pathlib import Path
 import lark
 import pytest
 
-from offconv.grammar import grammar_text, parser
-from offconv.parsers import folded
-from offconv.parsers.perf_script import (_FRAME_LIKE, is_srcline, padded_header, parse_header,
-                                         split_frame)
+from offconv.inputs.grammar import grammar_text, parser
+from offconv.inputs import folded
+from offconv.inputs.perf_script import _FRAME_LIKE, is_srcline, padded_header, parse_header, split_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
@@ -132,7 +131,7 @@ def test_wheel_ships_the_grammars(tmp_path):
     # and the installed package finds them (unpacked wheel on sys.path, outside the tree)
     site = tmp_path / "site"
     zipfile.ZipFile(whl).extractall(site)
-    code = "from offconv.grammar import grammar_text; print(len(grammar_text('perf_script')))"
+    code = "from offconv.inputs.grammar import grammar_text; print(len(grammar_text('perf_script')))"
     env = dict(os.environ, PYTHONPATH=str(site))
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr

@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from offconv import formats, parallel
+from offconv.model import registry as formats
+from offconv.run import parallel
 from offconv.cli import app
-from offconv.format_types import MAYBE, NO
-from offconv.grammar import parser
-from offconv.parsers import bcc_hist, folded
-from offconv.source import Source
+from offconv.model.formats import MAYBE, NO
+from offconv.inputs.grammar import parser
+from offconv.inputs import bcc_hist, folded
+from offconv.inputs.source import Source
 
 HELD = Path(__file__).parent / "fixtures" / "heldout"
 CUT_WARNING = "the input ends inside this line (a file cut short?)"
@@ -196,7 +197,7 @@ def test_a_folded_line_cut_short_still_warns_with_lenient(tmp_path):
 
 
 def test_the_last_line_of_a_split_folded_input(monkeypatch, tmp_path):
-    """Over two processes (offconv.parallel: the child reads the last line) as in one."""
+    """Over two processes (offconv.run.parallel: the child reads the last line) as in one."""
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
     real, splits = parallel.load_split, []

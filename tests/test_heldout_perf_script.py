@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from offconv.cli import app
-from offconv.options import ParseOptions
-from offconv.parsers import perf_script
-from offconv.source import numbered_blocks
+from offconv.model.options import ParseOptions
+from offconv.inputs import perf_script
+from offconv.inputs.source import numbered_blocks
 
 HELD = Path(__file__).parent / "fixtures" / "heldout_perf"
 SRCLINE = HELD / "srcline.txt"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from offconv.errors import ParseError
-from offconv.intervals import PROBE_IDLE_SWITCHES, intervals
+from offconv.model.errors import ParseError
+from offconv.sched.intervals import PROBE_IDLE_SWITCHES, intervals
 from types import SimpleNamespace
 
-from offconv.model import (BLOCKED, EXIT, KERNEL, ONCPU, RUNQ, SWITCH, WAKE, Frame, OnCpu,
-                           Period, Sample, SchedEvent, Task, ThreadCounts)
+from offconv.model.records import BLOCKED, EXIT, KERNEL, ONCPU, RUNQ, SWITCH, WAKE, Frame, OnCpu, Period, Sample, SchedEvent, Task, ThreadCounts
 
 A = Task("app", None, 10)
 B = Task("other", None, 20)

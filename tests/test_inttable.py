@@ -1,4 +1,4 @@
-"""offconv.inttable.IntTable reads and changes as a dict of int -> int does (the analysis
+"""offconv.model.inttable.IntTable reads and changes as a dict of int -> int does (the analysis
 keeps a creator per task and a record position per ended thread in it)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from offconv.inttable import IntTable
+from offconv.model.inttable import IntTable
 
 
 def _check(t: IntTable, d: dict) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from offconv.parsers import kallsyms_snapshot as ks
-from offconv.parsers import perf_data
+from offconv.inputs.perf_data import kallsyms as ks
+from offconv.inputs.perf_data import reader as perf_data
 
 speedups = pytest.importorskip("offconv._speedups", reason="the C module is not built")
 kallsyms_for = speedups.kallsyms_for

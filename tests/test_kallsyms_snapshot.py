@@ -1,5 +1,5 @@
 """perf script given a snapshot of /proc/kallsyms instead of the kernel's own file
-(offconv.parsers.kallsyms_snapshot): made once, used while the kernel's symbols stay the
+(offconv.inputs.perf_data.kallsyms): made once, used while the kernel's symbols stay the
 same, and the output is perf's own, byte for byte. Recordings are made here (perf, root)."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from offconv.cli import app
-from offconv.parsers import kallsyms_snapshot as ks
+from offconv.inputs.perf_data import kallsyms as ks
 
 FIXTURES = Path(__file__).parent / "fixtures"
 needs_perf_root = pytest.mark.skipif(shutil.which("perf") is None or os.geteuid() != 0,

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from offconv import pipeline
-from offconv.analysis import report_data
-from offconv.causes import NO_CHAIN, UNRESOLVED, unread_stack
-from offconv.model import Frame, KERNEL, USER
-from offconv.options import Options, ParseOptions
-from offconv.parsers import perf_data
+from offconv.run import pipeline
+from offconv.analysis.threads import report_data
+from offconv.sched.causes import NO_CHAIN, UNRESOLVED, unread_stack
+from offconv.model.records import Frame, KERNEL, USER
+from offconv.model.options import Options, ParseOptions
+from offconv.inputs.perf_data import reader as perf_data
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).parent / "fixtures" / "recorded"

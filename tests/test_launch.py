@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from offconv import launch
-from offconv.parsers import perf_data
+from offconv.inputs.perf_data import reader as perf_data
 
 DATA = Path(__file__).parent / "fixtures" / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.data"
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
@@ -80,7 +80,7 @@ def test_same_output_through_the_entry_point(tmp_path):
 
 @needs_perf
 def test_an_unused_converter_is_killed_at_exit(tmp_path):
-    code = ("import sys; from offconv import launch; from offconv.parsers import perf_data; "
+    code = ("import sys; from offconv import launch; from offconv.inputs.perf_data import reader as perf_data; "
             f"launch.prestart([{str(DATA)!r}]); "
             "print(next(iter(perf_data._STARTED.values()))[0].pid, flush=True)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -135,7 +135,7 @@ def test_stdout_piped_is_complete_after_the_fast_exit(tmp_path):
 
 def test_the_collector_stays_off_until_the_process_ends(tmp_path):
     """Re-enabling the cyclic collector when a command is done made the next allocation
-    collect every object allocated during the command (offconv.gcpause), all still alive,
+    collect every object allocated during the command (offconv.model.gcpause), all still alive,
     just before os._exit: launch.main leaves it off, and the command's output is whole."""
     folded = tmp_path / "in.folded"
     folded.write_text("main;f;g 3\nmain;f 2\n")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from offconv import pipeline
-from offconv.analysis import report_data
-from offconv.causes import CHILD_WOKE, KTHREAD_IDLE, NO_CHAIN
-from offconv.options import Options
+from offconv.run import pipeline
+from offconv.analysis.threads import report_data
+from offconv.sched.causes import CHILD_WOKE, KTHREAD_IDLE, NO_CHAIN
+from offconv.model.options import Options
 
 VERDICT = Path(__file__).parent / "fixtures" / "recorded" / "verdict"
 OVERSUB = VERDICT / "sched_record_oversub" / "sched_record_oversub.perf-script.txt.gz"
@@ -145,7 +145,7 @@ def test_one_line_events_are_split_over_two_processes(tmp_path, monkeypatch):
 
     from click.testing import CliRunner
 
-    from offconv import parallel
+    from offconv.run import parallel
     from offconv.cli import app
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
@@ -212,7 +212,7 @@ def _daemon_causes(tmp_path, ev) -> dict:
 def test_same_length_waits_ended_by_the_idle_task_are_timed_waits(tmp_path):
     """A daemon's 50 ms poll: without a call chain, its waits are read as timed waits
     (idle), as with one causes.refine reads the timer from the waker's stack."""
-    from offconv.causes import TIMED_NO_CHAIN
+    from offconv.sched.causes import TIMED_NO_CHAIN
     causes = _daemon_causes(tmp_path, _waits([50, 50.05, 49.98, 50.02, 50]))
     assert set(causes) == {TIMED_NO_CHAIN}
     # ended by whatever task a timer interrupted on a busy machine: several wakers

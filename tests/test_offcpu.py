@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from offconv.errors import OffconvError
-from offconv.model import KERNEL, USER, Frame, Task
-from offconv.offcpu import build_profile, parse_state, state_matches
-from offconv.options import AggregateOptions
+from offconv.model.errors import OffconvError
+from offconv.model.records import KERNEL, USER, Frame, Task
+from offconv.run.offcpu import build_profile, parse_state, state_matches
+from offconv.model.options import AggregateOptions
 from conftest import folded_dict, split_naming
 from test_intervals import IDLE0, W, WAKER_STACK, sw, wk
 
@@ -165,8 +165,8 @@ def test_mode_oncpu_is_refused():
 def test_stack_outputs_skip_the_analysis_and_get_the_same_stacks():
     """convert to a stack output does not accumulate per-thread analysis (a fifth of the
     time on sched input); the stacks, warnings and dropped counts are the same."""
-    from offconv import pipeline
-    from offconv.options import Options
+    from offconv.run import pipeline
+    from offconv.model.options import Options
     from pathlib import Path
     src = Path(__file__).parent / "fixtures" / "recorded" / "victim_a_1" / "victim_a_1.perf-script.txt.gz"
     full = pipeline.load([str(src)], Options(), state_split_default=True)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from offconv import analysis
-from offconv.analysis import Analysis, PackedThread, Threads, ThreadTotals
+from offconv.analysis import threads as analysis
+from offconv.analysis.threads import Analysis, PackedThread, Threads, ThreadTotals
 from offconv.cli import app
-from offconv.model import Task, ThreadCounts
+from offconv.model.records import Task, ThreadCounts
 
 REC = Path(__file__).parent / "fixtures" / "recorded"
 RECORDINGS = sorted(p for p in REC.rglob("*.perf-script.txt*"))

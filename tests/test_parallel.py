@@ -1,4 +1,4 @@
-"""The on-CPU input split over two processes (offconv.parallel) gives byte-identical output,
+"""The on-CPU input split over two processes (offconv.run.parallel) gives byte-identical output,
 warnings and errors to the serial path, on every fixture: here every input is split
 (MIN_BYTES = 0), whatever its size, and each output is compared with OFFCONV_JOBS=1's."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from offconv import parallel
+from offconv.run import parallel
 from offconv.cli import app
 
 FIX = Path(__file__).parent / "fixtures"
@@ -143,9 +143,9 @@ def test_folded_names_made_ahead_equal_the_namers():
     """naming.FoldedNames (the split's parent names its own stacks while the child works):
     by stack identity, the Namer's own folded names; a stack it was not given -- even one
     equal to a given one -- is named by the Namer; other naming options are not used."""
-    from offconv import pipeline
-    from offconv.naming import FoldedNames, Namer
-    from offconv.options import NamingOptions, Options
+    from offconv.run import pipeline
+    from offconv.model.naming import FoldedNames, Namer
+    from offconv.model.options import NamingOptions, Options
     prof = pipeline.load([str(FIX / "flamegraph-test" / "perf-java-stacks-01.txt")], Options())
     stacks = list(prof.samples)
     assert len(stacks) > 20
@@ -161,8 +161,8 @@ def test_folded_names_made_ahead_equal_the_namers():
 
 def test_the_split_names_its_first_part_ahead_for_a_folded_output(monkeypatch, split_all):
     from dataclasses import replace
-    from offconv import pipeline
-    from offconv.options import Options
+    from offconv.run import pipeline
+    from offconv.model.options import Options
     monkeypatch.setenv("OFFCONV_JOBS", "2")
     path = str(FIX / "flamegraph-test" / "perf-java-stacks-01.txt")
     base = Options()
@@ -174,7 +174,7 @@ def test_the_split_names_its_first_part_ahead_for_a_folded_output(monkeypatch, s
 def test_the_childs_frames_become_the_parents_equal_ones():
     """parallel._dumps/_Unpickler: a Frame of the child's result equal to one this process
     has comes back as that very object; others come back equal, each once."""
-    from offconv.model import Frame, Task, thread_frame
+    from offconv.model.records import Frame, Task, thread_frame
     mine = {f: f for f in (Frame("main"), Frame("read", "[kernel.kallsyms]", "kernel"))}
     t = thread_frame(Task("app", 1, 2))
     stacks = [(t, Frame("main"), Frame("read", "[kernel.kallsyms]", "kernel")),

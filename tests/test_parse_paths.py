@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from offconv.options import ParseOptions
-from offconv.parsers.perf_script import parse, parse_blocks
-from offconv.source import Source
+from offconv.model.options import ParseOptions
+from offconv.inputs.perf_script import parse, parse_blocks
+from offconv.inputs.source import Source
 
 FIX = Path(__file__).parent / "fixtures"
 FILES = sorted(FIX.glob("flamegraph-test/*.txt")) + [FIX / "flamegraph-test" / "example-perf-stacks.txt.gz"] \
@@ -50,7 +50,7 @@ ODD = [
 def test_same_records_on_odd_layouts(tmp_path, text):
     p = tmp_path / "odd.txt"
     p.write_bytes(text.encode())
-    from offconv.errors import ParseError
+    from offconv.model.errors import ParseError
     try:
         a, b = both(p)
     except ParseError as e:  # then both paths must fail the same way
@@ -64,7 +64,7 @@ def test_same_records_on_odd_layouts(tmp_path, text):
 def test_line_numbers_in_errors_agree(tmp_path):
     p = tmp_path / "bad.txt"
     p.write_text("a 1 [000] 1.0: cycles:\n\tff f (b)\n\n\n\nnot a header\n")
-    from offconv.errors import ParseError
+    from offconv.model.errors import ParseError
     for fn, view in ((parse, "lines"), (parse_blocks, "blocks")):
         with pytest.raises(ParseError) as ei:
             list(fn(getattr(Source(str(p)), view)(), str(p), ParseOptions()))
@@ -93,7 +93,7 @@ def test_the_sched_header_cache_changes_no_record(monkeypatch, window, heads):
     """parse_blocks keeps sched event headers without their timestamps (_SCHED_HEADS, cleared
     when full), and parses without them for a while where they miss (_SCHED_WINDOW): every
     record the same as parse's, on every recording, whatever the sizes."""
-    from offconv.parsers import perf_script
+    from offconv.inputs import perf_script
     monkeypatch.setattr(perf_script, "_SCHED_WINDOW", window)
     monkeypatch.setattr(perf_script, "_SCHED_HEADS", heads)
     assert len(SCHED) >= 30

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from offconv.parsers import perf_data
+from offconv.inputs.perf_data import reader as perf_data
 
 ROOT = Path(__file__).resolve().parents[1]
 PERF = shutil.which("perf")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from offconv.errors import ParseError
-from offconv.model import EXIT, INLINE, JIT, KERNEL, SWITCH, USER, WAKEUP, Sample, SchedEvent, Task
-from offconv.options import ParseOptions
-from offconv.parsers.perf_script import clean_name, parse, parse_frame, parse_header, sniff
+from offconv.model.errors import ParseError
+from offconv.model.records import EXIT, INLINE, JIT, KERNEL, SWITCH, USER, WAKEUP, Sample, SchedEvent, Task
+from offconv.model.options import ParseOptions
+from offconv.inputs.perf_script import clean_name, parse, parse_frame, parse_header, sniff
 
 
 def events(text: str, **kw):

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from offconv import formats, pipeline
-from offconv.errors import OffconvError
-from offconv.model import STATE, THREAD, Frame, Profile, Task, thread_frame
-from offconv.options import AggregateOptions, Options
-from offconv.proto import profile_pb2
-from offconv.renderers import pprof
+from offconv.model import registry as formats
+from offconv.run import pipeline
+from offconv.model.errors import OffconvError
+from offconv.model.records import STATE, THREAD, Frame, Profile, Task, thread_frame
+from offconv.model.options import AggregateOptions, Options
+from offconv.outputs.proto import profile_pb2
+from offconv.outputs import pprof
 
 ROOT = Path(__file__).parent.parent
 FIX = Path(__file__).parent / "fixtures"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from offconv import pipeline
-from offconv.analysis import report_data
-from offconv.options import Options
+from offconv.run import pipeline
+from offconv.analysis.threads import report_data
+from offconv.model.options import Options
 
 FIX = Path(__file__).parent / "fixtures" / "perf-recorder"
 QUIET = FIX / "quiet_pipe_all.perf-script.txt.gz"

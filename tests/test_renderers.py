@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from offconv import formats, pipeline
-from offconv.options import Options
+from offconv.model import registry as formats
+from offconv.run import pipeline
+from offconv.model.options import Options
 
 FIX = Path(__file__).parent / "fixtures"
 VICTIM = FIX / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.perf-script.txt"

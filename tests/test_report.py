@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from offconv.analysis import Analysis, report_data
-from offconv.causes import classify
-from offconv.errors import OffconvError
-from offconv.latency import latency_stats, log2_buckets, percentile
-from offconv.model import KERNEL, Frame, Histogram, OnCpu, Period, Profile, Task
-from offconv.units import human_us
-from offconv.verdict import verdict
-from offconv.offcpu import build_profile
-from offconv.options import AggregateOptions, Options, ReportOptions
-from offconv.renderers import hist, json_report, report
+from offconv.analysis.threads import Analysis, report_data
+from offconv.sched.causes import classify
+from offconv.model.errors import OffconvError
+from offconv.sched.latency import latency_stats, log2_buckets, percentile
+from offconv.model.records import KERNEL, Frame, Histogram, OnCpu, Period, Profile, Task
+from offconv.model.units import human_us
+from offconv.analysis.verdict import verdict
+from offconv.run.offcpu import build_profile
+from offconv.model.options import AggregateOptions, Options, ReportOptions
+from offconv.outputs import hist, json_report, report
 from test_offcpu import events
 
 
@@ -206,7 +206,7 @@ def test_top_stacks_list_a_printed_stack_once_summed_over_its_threads():
     """Threads of one name with the same stack print the same line: the report lists it
     once, their ns summed and rounded once (50 threads x 1.6 µs = 80 µs, not 2 µs 50
     times); with --tid each thread's line is its own."""
-    from offconv.options import NamingOptions
+    from offconv.model.options import NamingOptions
     from test_offcpu import _same_name_threads
     prof = build_profile([("t.txt", iter(_same_name_threads()))], AggregateOptions())
     d = report_data(prof)
@@ -224,7 +224,7 @@ def test_top_stacks_list_a_printed_stack_once_summed_over_its_threads():
 def test_json_report_is_written_in_batches_byte_for_byte(monkeypatch):
     """The JSON report streams the encoder's chunks (a many-thread report lists every
     thread: json.dumps would first hold all its chunks), with the bytes of json.dumps."""
-    from offconv.renderers import json_report as jr
+    from offconv.outputs import json_report as jr
     from test_offcpu import _same_name_threads
     prof = build_profile([("t.txt", iter(_same_name_threads()))], AggregateOptions())
     data = report_data(prof)
@@ -253,7 +253,7 @@ def test_json_report_rows_spliced_byte_for_byte(name, monkeypatch):
     from pathlib import Path
     from click.testing import CliRunner
     from offconv.cli import app
-    from offconv.renderers import json_report as jr
+    from offconv.outputs import json_report as jr
     rec = Path(__file__).parent / "fixtures" / "recorded" / name
     path = next(rec.glob(f"{name}.perf-script.txt*"))
     seen = []

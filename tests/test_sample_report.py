@@ -117,7 +117,7 @@ def test_perf_offcpu_text_report():
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("Verdict: waiting\n")
     sums = perf_offcpu_sums()
-    from offconv.units import human_us
+    from offconv.model.units import human_us
     for comm, pid, ns in sums.values():
         assert re.search(rf"^  {re.escape(comm)}\s+{pid}\s+\d+\s+{re.escape(human_us(us(ns)))}",
                          r.stdout, re.M), r.stdout

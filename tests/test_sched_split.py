@@ -1,4 +1,4 @@
-"""The off-CPU path of one input over two processes (offconv.sched_split) gives what the
+"""The off-CPU path of one input over two processes (offconv.run.sched_split) gives what the
 serial path gives.
 
 Two levels: the interval machine cut at many events of every recorded sched fixture (the
@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from offconv import intervals, parallel, sched_split
-from offconv.model import EXIT, SWITCH, WAKE, SchedEvent, Task
-from offconv.parsers import perf_script
-from offconv.source import Source, numbered_blocks
+from offconv.sched import intervals
+from offconv.run import parallel, sched_split
+from offconv.model.records import EXIT, SWITCH, WAKE, SchedEvent, Task
+from offconv.inputs import perf_script
+from offconv.inputs.source import Source, numbered_blocks
 from test_parallel import run  # (exit code, output, bytes written) with OFFCONV_JOBS
 
 FIX = Path(__file__).parent / "fixtures"
@@ -327,8 +328,8 @@ def test_the_fast_paths_equal_the_parts(path):
     period's span where period() adds its blocked and run-queue parts, and _feed_parts
     (the same with the state split) those parts: `-m 0` (a no-op filter that takes the
     general path) gives the same stacks and weights."""
-    from offconv.offcpu import _Builder
-    from offconv.options import AggregateOptions
+    from offconv.run.offcpu import _Builder
+    from offconv.model.options import AggregateOptions
     events = events_of(path)
     fast = AggregateOptions(mode="offcpu", analyse=False, folded=True)
     general = AggregateOptions(mode="offcpu", analyse=False, folded=True, min_block_us=0)

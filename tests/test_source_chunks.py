@@ -8,7 +8,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offconv.source import Source, _text_chunks
+from offconv.inputs.source import Source, _text_chunks
 
 PIECES = [b"abc\n", "é".encode(), "€".encode(), b"\xff", b"\r\n", b"\r", b"xxxxx", "日本".encode(),
           b"\n\n", b"\xe2\x82"]
@@ -25,7 +25,7 @@ def test_chunks_decode_like_the_whole(parts, size):
 def test_block_numbers_across_small_reads(tmp_path, monkeypatch):
     """Line numbers of blocks (and of the cut last line) when every read is a few bytes, so
     that block lists end anywhere: 10 lines a repetition, three or more newlines in a row."""
-    import offconv.source as source
+    import offconv.inputs.source as source
     real = source._text_chunks
     p = tmp_path / "in.txt"
     p.write_bytes(b"a\nb\n\n\n\nc\n\nd \xe2\x82\xac\n\n\n" * 50 + b"e\nf")
@@ -48,7 +48,7 @@ def test_a_run_without_blank_lines_is_cut_between_events(tmp_path, monkeypatch):
     on in pieces of at most about RUN_LIMIT (it was held whole, grown chunk by chunk), cut
     only between two one-line events, with every line's number right; a callchain event
     in the middle is never cut."""
-    import offconv.source as source
+    import offconv.inputs.source as source
     real = source._text_chunks
     lines = _one_line_events(400)
     chain = ["java 9 [000] 5.000001: 1 cycles:"] + [f"\tffff{k} g{k} (/a)" for k in range(300)]
@@ -72,7 +72,7 @@ def test_a_run_without_blank_lines_is_cut_between_events(tmp_path, monkeypatch):
 
 
 def test_a_run_of_callchain_lines_is_never_cut(tmp_path, monkeypatch):
-    import offconv.source as source
+    import offconv.inputs.source as source
     lines = ["java 9 [000] 5.000001: 1 cycles:"] + [f"\tffff{k} g{k} (/a)" for k in range(3000)]
     p = tmp_path / "in.txt"
     p.write_text("\n".join(lines) + "\n")

@@ -1,4 +1,4 @@
-"""offconv.parsers.spawn: what perf script's start uses instead of subprocess, shutil and
+"""offconv.inputs.perf_data.spawn: what perf script's start uses instead of subprocess, shutil and
 tempfile (whose imports delayed that start by 12-13 ms), compared with those modules; and
 the start itself, which must not import them again."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from offconv.parsers import spawn
+from offconv.inputs.perf_data import spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "fixtures" / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.data"
@@ -117,7 +117,7 @@ def test_perf_scripts_start_imports_none_of_the_slow_modules(tmp_path):
     """offconv.launch's start of perf script on a perf.data (the fixture, converted here)
     loads no module that it does not need: each one delays perf's start."""
     code = ("import sys; from offconv import launch; launch.prestart(sys.argv[1:]);"
-            "from offconv.parsers import perf_data;"
+            "from offconv.inputs.perf_data import reader as perf_data;"
             "p = perf_data._STARTED.popitem()[1][0]; p.wait();"
             "print(p.returncode, ' '.join(sorted(m for m in sys.modules if m in "
             "{'subprocess', 'shutil', 'tempfile', 'signal', 'typing', 're', 'enum', "

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from conftest import shared_tool
 
-from offconv import formats, pipeline
-from offconv.model import (ONCPU_FRAME, RUNQ_FRAME, STATE, THREAD, Frame, Profile, Task,
-                           blocked_frame, thread_frame)
-from offconv.options import AggregateOptions, Options
-from offconv.renderers import speedscope
+from offconv.model import registry as formats
+from offconv.run import pipeline
+from offconv.model.records import ONCPU_FRAME, RUNQ_FRAME, STATE, THREAD, Frame, Profile, Task, blocked_frame, thread_frame
+from offconv.model.options import AggregateOptions, Options
+from offconv.outputs import speedscope
 
 ROOT = Path(__file__).parent.parent
 FIX = Path(__file__).parent / "fixtures"
@@ -143,7 +143,7 @@ def test_oncpu_input_has_counts_and_no_evented_profile():
 
 
 def test_empty_profile_is_an_error():
-    from offconv.errors import OffconvError
+    from offconv.model.errors import OffconvError
     with pytest.raises(OffconvError, match="nothing to export"):
         speedscope.render(Profile(), io.StringIO(), Options())
 

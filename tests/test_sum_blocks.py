@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from offconv.aggregate import Sums
-from offconv.errors import OffconvError
-from offconv.options import ParseOptions
-from offconv.parsers import perf_script
-from offconv.source import Source, numbered_blocks
+from offconv.run.aggregate import Sums
+from offconv.model.errors import OffconvError
+from offconv.model.options import ParseOptions
+from offconv.inputs import perf_script
+from offconv.inputs.source import Source, numbered_blocks
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -417,7 +417,7 @@ def test_plain_frame_fast_path_equals_the_general_parse():
 
 # -- folded.sum_lines against folded.parse into records ------------------------------------
 
-from offconv.parsers import folded  # noqa: E402
+from offconv.inputs import folded  # noqa: E402
 
 
 def folded_both(text: str, opts: ParseOptions, path="in.folded"):

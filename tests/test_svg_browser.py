@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from offconv.options import FlameOptions, Options
-from offconv.renderers.svg.graph import render
+from offconv.model.options import FlameOptions, Options
+from offconv.outputs.svg.graph import render
 
 from test_svg_layout import folded_profile, load_fixture
 

@@ -1,4 +1,4 @@
-"""Flame graph geometry (offconv.renderers.svg.layout): merging, order, pruning as
+"""Flame graph geometry (offconv.outputs.svg.layout): merging, order, pruning as
 flamegraph.pl prunes, flame charts, families for the palettes."""
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from offconv.errors import OffconvError
+from offconv.model.errors import OffconvError
 from typing import Optional
 
-from offconv.model import INLINE, JIT, KERNEL, MARKER, STATE, Frame, Profile
-from offconv.options import NamingOptions
-from offconv.renderers.svg.graph import Labels
-from offconv.renderers.svg.layout import layout, parse_minwidth, prune_threshold
-from offconv.renderers.svg.palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER
+from offconv.model.records import INLINE, JIT, KERNEL, MARKER, STATE, Frame, Profile
+from offconv.model.options import NamingOptions
+from offconv.outputs.svg.graph import Labels
+from offconv.outputs.svg.layout import layout, parse_minwidth, prune_threshold
+from offconv.outputs.svg.palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER
 
 SVG_FIXTURES = Path(__file__).parent / "fixtures" / "svg"
 

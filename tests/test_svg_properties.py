@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 
 from hypothesis import given, settings, strategies as st
 
-from offconv.model import Frame, Profile
-from offconv.options import FlameOptions, Options
-from offconv.renderers.svg.graph import render
-from offconv.renderers.svg.layout import layout, prune_threshold
+from offconv.model.records import Frame, Profile
+from offconv.model.options import FlameOptions, Options
+from offconv.outputs.svg.graph import render
+from offconv.outputs.svg.layout import layout, prune_threshold
 
 NAMES = st.sampled_from(["main", "a", "b", "c", "-", "--", "f_[k]", "[run queue]", "x;y"])
 STACKS = st.lists(NAMES, min_size=1, max_size=6).map(tuple)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from offconv.errors import OffconvError
-from offconv.model import Profile
-from offconv.options import FlameOptions, Options
-from offconv.renderers.svg.graph import FORMAT, render
-from offconv.renderers.svg.write import escape, value_formatter
+from offconv.model.errors import OffconvError
+from offconv.model.records import Profile
+from offconv.model.options import FlameOptions, Options
+from offconv.outputs.svg.graph import FORMAT, render
+from offconv.outputs.svg.write import escape, value_formatter
 
 from test_svg_layout import SVG_FIXTURES, folded_profile, load_fixture
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from offconv.analysis import report_data
-from offconv.model import SchedEvent
-from offconv.offcpu import build_profile
-from offconv.options import AggregateOptions, ParseOptions, ReportOptions
-from offconv.parsers import perf_script
-from offconv.source import Source
+from offconv.analysis.threads import report_data
+from offconv.model.records import SchedEvent
+from offconv.run.offcpu import build_profile
+from offconv.model.options import AggregateOptions, ParseOptions, ReportOptions
+from offconv.inputs import perf_script
+from offconv.inputs.source import Source
 
 HERE = Path(__file__).parent / "fixtures" / "recorded"
 # the workload threads each README names

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from offconv import pipeline
-from offconv.analysis import report_data
-from offconv.options import Options
+from offconv.run import pipeline
+from offconv.analysis.threads import report_data
+from offconv.model.options import Options
 
 VERDICT = Path(__file__).parent / "fixtures" / "recorded" / "verdict"
 CASES = sorted(p.parent.name for p in VERDICT.glob("*/expected.json"))
@@ -126,13 +126,13 @@ def test_file_page_faults_are_disk_and_swap_ins_are_paging(reports):
 # -- the rules on their own ------------------------------------------------------------------
 
 def _k(*names):
-    from offconv.model import KERNEL, Frame
+    from offconv.model.records import KERNEL, Frame
     return tuple(Frame(n, "[kernel.kallsyms]", KERNEL) for n in names)
 
 
 def test_a_socket_wait_on_a_busy_peer_is_the_peers_cpu_work():
-    from offconv.analysis import Analysis
-    from offconv.model import Frame, Period, Task
+    from offconv.analysis.threads import Analysis
+    from offconv.model.records import Frame, Period, Task
     an = Analysis()
     me, peer = Task("client", 1, 1), Task("server", 1, 2)
     sock = _k("tcp_recvmsg", "sk_wait_data", "schedule_timeout", "schedule")
@@ -152,8 +152,8 @@ def test_a_socket_wait_on_a_peer_switched_in_unrecorded_from_idle_is_not_its_cpu
     """The peer's switch-in from an idle CPU was lost (corpus quirk 1): its period ends at
     the CPU's last switch (timehist's inference), yet it was seen running only when it
     woke the client; the time between is unknown, not the peer's CPU work."""
-    from offconv.analysis import Analysis
-    from offconv.model import Frame, Period, Task
+    from offconv.analysis.threads import Analysis
+    from offconv.model.records import Frame, Period, Task
     an = Analysis()
     me, peer = Task("client", 1, 1), Task("server", 1, 2)
     sock = _k("unix_stream_read_generic", "schedule_timeout", "schedule")
@@ -170,8 +170,8 @@ def _workload(threads) -> "object":
     """An Analysis of threads given as (comm, tid, [(on-CPU µs, kind, µs, stack)...]): each
     slice runs, then waits ``kind`` ("R" preempted, "S"/"D" blocked) for that long, woken
     (a blocked one) by a kworker just before its switch-in."""
-    from offconv.analysis import Analysis
-    from offconv.model import Frame, OnCpu, Period, Task
+    from offconv.analysis.threads import Analysis
+    from offconv.model.records import Frame, OnCpu, Period, Task
     an, key, us = Analysis(), (Frame("x"),), 1000
     waker = Task("kworker/0:1", None, 99)
     for comm, tid, slices in threads:
@@ -194,8 +194,8 @@ def test_a_program_blocked_for_long_is_not_diluted_by_busy_ones():
     --blocked-p99), 8% of the pooled wall time. The blocked side is long (--blocked-share
     is a share of a thread's wall time): both, not 'capacity ... the blocking paths are not
     the problem'."""
-    from offconv.options import ReportOptions
-    from offconv.verdict import decide
+    from offconv.model.options import ReportOptions
+    from offconv.analysis.verdict import decide
     disk = _k("folio_wait_bit", "io_schedule", "schedule")
     spin = _k("asm_sysvec_apic_timer_interrupt", "schedule")
     hogs = [("hog", 10 + i, [(4000, "R", 6000, spin)] * 100) for i in range(4)]
@@ -212,8 +212,8 @@ def test_a_busy_stage_beside_a_waiting_one_is_said():
     written down as 'on-cpu: gzip'): tar waited on disk 25% of its wall time, gzip ran 78%
     and waited 21% for tar's data. The answer stays 'waiting' (tar's disk waits are long),
     and the CPU-bound stage is said beside it: the I/O fix saves at most gzip's 21%."""
-    from offconv.options import ReportOptions
-    from offconv.verdict import decide, explain
+    from offconv.model.options import ReportOptions
+    from offconv.analysis.verdict import decide, explain
     disk = _k("folio_wait_bit", "io_schedule", "schedule")
     pipe = _k("anon_pipe_read", "schedule")
     tar = ("tar", 20, [(3000, "D", 1000, disk)] * 100)    # on CPU 75%, disk 25%
@@ -256,8 +256,8 @@ def test_a_program_waiting_for_cpus_is_not_diluted_by_blocked_ones():
 
 
 def decide_default(an):
-    from offconv.options import ReportOptions
-    from offconv.verdict import decide
+    from offconv.model.options import ReportOptions
+    from offconv.analysis.verdict import decide
     return decide(an, ReportOptions())
 
 
@@ -270,8 +270,8 @@ def test_a_wait_ended_from_an_interrupt_names_no_task(reports):
 
 
 def test_a_wait_ended_from_an_interrupt_or_uninterruptible_is_no_peers_cpu_work():
-    from offconv.analysis import Analysis
-    from offconv.model import KERNEL, Frame, Period, Task
+    from offconv.analysis.threads import Analysis
+    from offconv.model.records import KERNEL, Frame, Period, Task
     sock = _k("tcp_recvmsg", "sk_wait_data", "schedule_timeout", "schedule")
     irq = _k("try_to_wake_up", "sock_def_readable", "net_rx_action", "handle_softirqs",
              "__irq_exit_rcu", "common_interrupt", "asm_common_interrupt")
@@ -292,8 +292,8 @@ def test_a_futex_wait_with_no_wake_up_where_sched_waking_was_recorded_is_a_timeo
     """A release by another thread would show: sched_waking fires in the waker, which runs.
     A daemon's 50 ms futex timeouts on CPU 1 (whose idle task's events are lost here) are
     timed waits, not a lock the verdict should send the user to fix."""
-    from offconv.analysis import Analysis
-    from offconv.model import Frame, Period, Task
+    from offconv.analysis.threads import Analysis
+    from offconv.model.records import Frame, Period, Task
     futex = _k("futex_wait", "futex_do_wait", "schedule")
     for counts, want in (({}, ("lock", "futex")),
                          ({"sched_waking_events": 40}, ("poll/idle", "timed wait (inferred)"))):
@@ -308,8 +308,8 @@ def test_a_futex_wait_with_no_wake_up_where_sched_waking_was_recorded_is_a_timeo
 
 
 def test_the_recorded_commands_process_tree():
-    from offconv.analysis import Analysis
-    from offconv.verdict import command_tree
+    from offconv.analysis.threads import Analysis
+    from offconv.analysis.verdict import command_tree
     an = Analysis()
     an.command = {10}
     an.parents = {11: 10, 12: 11, 13: 99}
@@ -330,7 +330,7 @@ def test_left_out_summary_counts_each_reason_once(reports):
     """The '(workload: ...; left out: ...)' line names a reason once, with its count, and
     its parentheses close: the part of a reason before ':' is its category, the rest (a
     thread's switch count, its share) is per-thread detail."""
-    from offconv.verdict import left_out_text
+    from offconv.analysis.verdict import left_out_text
     seen_partner = False
     for name, left in _all_left_out(reports):
         text = left_out_text(left)
@@ -360,8 +360,8 @@ def test_a_cpu_quota_is_not_contention_for_cores(reports):
 
 
 def test_a_runnable_switch_out_to_the_idle_task_is_throttled():
-    from offconv.intervals import intervals
-    from offconv.model import SWITCH, SchedEvent, Task
+    from offconv.sched.intervals import intervals
+    from offconv.model.records import SWITCH, SchedEvent, Task
     a, idle, b = Task("hog", None, 5), Task("swapper/0", None, 0), Task("other", None, 6)
 
     def sw(t, prev, state, nxt):
@@ -395,7 +395,7 @@ def test_per_cpu_kernel_threads_are_not_the_workload(reports):
     recorder compiling its program there (the other CPU idle) said capacity on an idle
     machine (idle_beside_bpftrace). Unbound workers (kworker/u8:2) and other kernel threads
     are weighed as before."""
-    from offconv.verdict import PERCPU_KTHREAD
+    from offconv.analysis.verdict import PERCPU_KTHREAD
     for comm in ("kworker/0:1", "kworker/1:0H", "kworker/0:2-events", "migration/0",
                  "ksoftirqd/1", "cpuhp/0", "rcuc/3"):
         assert PERCPU_KTHREAD.match(comm), comm
@@ -415,7 +415,7 @@ def test_a_join_is_a_wait_for_a_thread_not_a_lock(reports):
     """The main thread of an idle thread pool waited 3 s in join(): a futex wait ended by a
     worker it created, which then ended. That is waiting for the thread's life (a child
     wait), not for a lock's holder; it read "waiting, lock" (pool_join, held out)."""
-    from offconv.analysis import THREAD_JOIN
+    from offconv.analysis.threads import THREAD_JOIN
     name = "pool_join"
     d = reports.setdefault(name, _report(name))
     v = d["verdict"]
@@ -427,7 +427,7 @@ def test_a_join_is_a_wait_for_a_thread_not_a_lock(reports):
     # the workers' own short lock waits (the GIL at their end) are no join: their wakers
     # (each other, the main thread) did not end right after; as the workers themselves end
     # right after them, they read as woken to exit (118 us), not as a lock
-    from offconv.analysis import WOKEN_TO_EXIT
+    from offconv.analysis.threads import WOKEN_TO_EXIT
     w = an.threads[3229]
     assert THREAD_JOIN not in w.by_cause and ("lock", "futex") not in w.by_cause
     assert 0 < w.by_cause.get(WOKEN_TO_EXIT, 0) < 1_000_000, w.by_cause
@@ -437,8 +437,8 @@ def test_a_listener_in_accept_waits_for_work_not_for_the_network(reports):
     """The server's acceptor waited 3 s in accept() for its 4 clients: waiting for clients,
     as in epoll_wait, not a network wait; the clients' recv of the slow replies is. The
     verdict named the acceptor (p99 3.01 s); it names a client (slow_server_threads)."""
-    from offconv.causes import classify
-    from offconv.model import KERNEL, Frame
+    from offconv.sched.causes import classify
+    from offconv.model.records import KERNEL, Frame
     acc = tuple(Frame(n, "", KERNEL) for n in (
         "do_syscall_64", "__x64_sys_accept4", "__sys_accept4", "do_accept", "inet_accept",
         "inet_csk_accept", "schedule_timeout", "schedule"))
@@ -510,7 +510,7 @@ def test_join_candidates_are_not_held_to_the_end(tmp_path, monkeypatch):
     until the end of the input (held there, 136k handoffs in 10 s kept every one, and
     their resolution removed each from a durations array: quadratic). The answer is the
     same: every handoff a lock wait, the last wait, ended as the worker ends, a join."""
-    from offconv.analysis import JOIN_EXIT_NS, THREAD_JOIN, Analysis
+    from offconv.analysis.threads import JOIN_EXIT_NS, THREAD_JOIN, Analysis
     path = tmp_path / "handoff.perf-script.txt"
     # handoffs further apart than JOIN_EXIT_NS: only the last wait can be the join
     path.write_text(_handoff_trace(3000, period_us=JOIN_EXIT_NS // 1000 + 1000))
@@ -534,8 +534,8 @@ def test_a_file_lock_or_semaphore_wait_is_a_lock_wait(reports):
     """flock(2), fcntl(F_SETLKW) and SysV semop(2) waiters wait for the lock's holder: 4
     processes taking turns on one flock, or on one semaphore, read "other blocked waits"
     (flock_turns, sem_turns, held out)."""
-    from offconv.causes import classify
-    from offconv.model import KERNEL, Frame
+    from offconv.sched.causes import classify
+    from offconv.model.records import KERNEL, Frame
 
     def stack(*names):  # root first, as the parser gives it
         return tuple(Frame(n, "", KERNEL) for n in reversed(names))
@@ -557,8 +557,8 @@ def test_a_message_queue_reader_waits_for_work(reports):
     """A consumer blocked in msgrcv waits for its producer, as a pipe's reader does: the
     producer's paced sleep is the workload's wait. It read "other blocked waits" (100% of
     the consumer's wall time; msgq_paced, held out)."""
-    from offconv.causes import classify
-    from offconv.model import KERNEL, Frame
+    from offconv.sched.causes import classify
+    from offconv.model.records import KERNEL, Frame
     rcv = tuple(Frame(n, "", KERNEL) for n in reversed((
         "__schedule", "schedule", "do_msgrcv", "__x64_sys_msgrcv", "do_syscall_64")))
     assert classify(rcv) == ("poll/idle", "message queue")
@@ -577,8 +577,8 @@ def test_a_page_fault_waiting_for_the_mmap_lock_is_a_lock_wait(reports):
     it) is a lock wait, not memory pressure: mm-toucher read "page-fault waits (memory
     pressure)", 37% of its wall time, and the advice was "relieve the memory pressure"
     (mmap_lock, held out). A fault that reads a file or swaps in stays disk or paging."""
-    from offconv.causes import classify
-    from offconv.model import KERNEL, Frame
+    from offconv.sched.causes import classify
+    from offconv.model.records import KERNEL, Frame
 
     def stack(*names):  # leaf first, as perf prints it; the parser gives root first
         return tuple(Frame(n, "", KERNEL) for n in reversed(names))
@@ -630,8 +630,8 @@ def test_a_go_runtime_m_idle_in_the_scheduler_is_not_a_lock_wait(reports):
     sleeping one named sysmon's usleep (go_spin, go_sleep, go_mutex, go_chan: held out). The
     goroutine the M last ran says why it idles: time.Sleep is a sleep, a sync.Mutex a lock,
     anything else (a channel, a WaitGroup) waiting for work; a runtime lock stays a lock."""
-    from offconv.causes import classify
-    from offconv.model import KERNEL, USER, Frame
+    from offconv.sched.causes import classify
+    from offconv.model.records import KERNEL, USER, Frame
 
     futex = ("__schedule", "schedule", "futex_do_wait", "__futex_wait", "futex_wait",
              "do_futex", "__x64_sys_futex", "do_syscall_64", "entry_SYSCALL_64_after_hwframe")
@@ -680,8 +680,8 @@ def test_a_jvm_service_thread_idles_and_a_jvm_join_is_a_join(reports):
     glibc: a CPU-bound Java program read "GC Thread#0 spends 100% of its wall time in lock
     waits (futex): fix the lock", and a monitor's contention named the same idle GC thread
     (jvm_spin, jvm_lock, held out). A Java thread ends 2.1 ms after it wakes its joiner."""
-    from offconv.analysis import JOIN_EXIT_NS, THREAD_JOIN
-    from offconv.causes import RUNTIME_COMM, RUNTIME_IDLE
+    from offconv.analysis.threads import JOIN_EXIT_NS, THREAD_JOIN
+    from offconv.sched.causes import RUNTIME_COMM, RUNTIME_IDLE
     for comm in ("GC Thread#0", "G1 Conc#0", "G1 Main Marker", "C2 CompilerThre",
                  "VM Thread", "VM Periodic Tas", "Reference Handl", "Common-Cleaner"):
         assert RUNTIME_COMM.match(comm), comm
@@ -706,7 +706,7 @@ def test_a_kernel_thread_in_a_filtered_recording_is_a_switch_partner(name, repor
     threads only where they switch with the workload's: DAMON's kdamond.0, busy 1 s beside
     a Java lock's threads, was listed as the workload with them (jvm_lock, held out), as
     were kworker, kcompactd and khugepaged threads in ten other recordings."""
-    from offconv.causes import KTHREAD_COMM
+    from offconv.sched.causes import KTHREAD_COMM
     v = reports.setdefault(name, _report(name))["verdict"]
     comms = [w["comm"] for w in v["workload"]]
     assert comms and not [c for c in comms if KTHREAD_COMM.match(c)], comms
@@ -738,7 +738,7 @@ def test_a_futex_wait_its_thread_ends_right_after_is_no_lock(reports):
     JOIN_EXIT_NS before its thread ends is waiting for work. lock_spin's main thread, whose
     2 s join was woken from another CPU (a queued wake-up: no waker named), read the same;
     it is a join now: the thread it created ended as the wake-up came (_child_ended)."""
-    from offconv.analysis import THREAD_JOIN, WOKEN_TO_EXIT
+    from offconv.analysis.threads import THREAD_JOIN, WOKEN_TO_EXIT
     v = reports.setdefault("node_spin", _report("node_spin"))["verdict"]
     assert v["answer"] == "on-cpu", v["reason"]
     an = pipeline.load([str(VERDICT / "node_spin" / "node_spin.perf-script.txt.gz")], Options()).analysis
@@ -761,8 +761,8 @@ def test_a_join_woken_from_an_idle_cpu_is_a_join_not_a_lock():
     (futex) 97%, p99 3.9 s: fix the lock" (held out, 2026-12-05). A thread it created
     ending within JOIN_EXIT_NS of the wake-up makes the wait a join, whichever of the two
     the trace gives first; one ending 20 ms later leaves it a lock wait."""
-    from offconv.analysis import THREAD_JOIN, Analysis
-    from offconv.model import Frame, Period, Task
+    from offconv.analysis.threads import THREAD_JOIN, Analysis
+    from offconv.model.records import Frame, Period, Task
     lock = _k("futex_wait", "schedule")
     queued = _k("sched_ttwu_pending", "__flush_smp_call_function_queue")
     idle = Task("swapper/1", 0, 0)

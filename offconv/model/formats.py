@@ -1,0 +1,55 @@
+"""The registry's record types (a leaf module: parsers and renderers import these, and
+``offconv.model.registry`` imports the parsers and renderers to list them -- no cycle)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+# Sniff answers (a three-way sniff, as inferno's is_applicable)
+YES = "yes"
+NO = "no"
+MAYBE = "maybe"
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    """An input format. Text formats have ``sniff(head_lines) -> YES|NO|MAYBE`` and
+    ``parse(lines, path, opts, stats) -> Iterator[record]`` (records of offconv.model.records);
+    ``parse_blocks`` is the same from Source.blocks() where that is faster;
+    ``sum_blocks(block_lists, path, opts, stats, sums)`` (Source.block_lists(), an
+    aggregate.Sums) sums the samples of an input already known to take the samples route
+    without a record per event, with the same result as parse_blocks into
+    Sums.add_records; ``sum_lines(lines, path, opts, stats, sums, head=None)`` the same from
+    Source.lines(), for a format whose records always take the samples route (``head``:
+    the input's first lines, when ``lines`` are a later part of it). A binary
+    format has ``magic`` (its first bytes) and ``convert(path) -> (binary stream, finish)``
+    producing the text of another format (perf.data -> perf script text), which is then
+    detected like any input."""
+
+    name: str                                   # --from name
+    description: str = ""
+    sniff: Optional[Callable] = None
+    parse: Optional[Callable] = None
+    parse_blocks: Optional[Callable] = None
+    sum_blocks: Optional[Callable] = None
+    sum_lines: Optional[Callable] = None
+    magic: Optional[bytes] = None
+    convert: Optional[Callable] = None
+    notes: Optional[Callable] = None            # notes(head) -> [sentences]: fields it lacks
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """An output format: ``render(profile, out, opts)`` writes to a text stream, or to a
+    binary one when ``binary``. ``suffixes`` select it from ``-o`` (lower case, longest
+    wins). ``state_split`` is its default for the state-split frames (DESIGN.md);
+    ``timeline`` asks the off-CPU path to keep periods in time order."""
+
+    name: str                      # --to name
+    suffixes: tuple
+    render: Callable
+    description: str = ""
+    binary: bool = False
+    state_split: bool = False
+    report: bool = False           # a report of the analysis (not a stack output)
+    timeline: bool = False         # needs Profile.sequence/periods (AggregateOptions.timeline)

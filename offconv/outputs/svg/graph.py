@@ -1,0 +1,144 @@
+"""The SVG renderer (``FORMAT``): ``render(profile, out, opts)`` is the renderer contract;
+fields of ``opts.flame`` left None are chosen from the profile (see ``resolve_style``).
+"""
+from __future__ import annotations
+
+from typing import TextIO
+
+from offconv.model import gcpause
+from offconv.model.errors import OffconvError
+from offconv.model.formats import OutputFormat
+from offconv.model.records import OFFCPU_MODES, Profile
+from offconv.model.naming import Namer, merge_by
+from offconv.model.options import FlameOptions, NamingOptions, Options
+from offconv.outputs.svg.layout import frame_flags, layout, prune_threshold
+from offconv.outputs.svg.palette import background, check_palette
+from offconv.outputs.svg.write import Style, write_svg
+
+
+
+def _default_title(profile: Profile, flame: FlameOptions) -> str:
+    if flame.flamechart:
+        kind = "Flame Chart"
+    elif flame.inverted:
+        kind = "Icicle Graph"
+    else:
+        kind = "Flame Graph"
+    if profile.before is not None:
+        return f"Differential {kind}"
+    if profile.mode in OFFCPU_MODES:
+        return f"Off-CPU Time {kind}"
+    return kind
+
+
+def _default_palette(profile: Profile) -> str:
+    if profile.mode == "wakeup":
+        return "chain"
+    if profile.mode in OFFCPU_MODES:
+        return "io"
+    return "hot"
+
+
+def resolve_style(profile: Profile, flame: FlameOptions) -> Style:
+    """FlameOptions + profile -> Style, choosing what the user left None."""
+    palette = check_palette(flame.colors) if flame.colors else _default_palette(profile)
+    if flame.width <= 2 * 10 or flame.height < 2 or flame.fontsize <= 0 or flame.fontwidth <= 0:
+        raise OffconvError("--width, --height, --fontsize and --fontwidth must be positive "
+                           "(width above 20 px, height at least 2 px)")
+    if not flame.factor > 0:
+        raise OffconvError(f"--factor: expected a positive number, got {flame.factor}")
+    countname = flame.countname
+    if countname is None:
+        countname = profile.unit if profile.unit else "samples"
+        if countname == "us":
+            countname = "µs"  # as the report (units.human_us); an explicit --countname wins
+    return Style(
+        title=flame.title if flame.title is not None else _default_title(profile, flame),
+        subtitle=flame.subtitle or "",
+        width=int(flame.width), frame_height=int(flame.height),
+        fonttype=flame.fonttype, fontsize=float(flame.fontsize),
+        fontwidth=float(flame.fontwidth), countname=countname, nametype=flame.nametype,
+        palette=palette, background=background(flame.bgcolors, palette),
+        use_hash=bool(flame.hash), inverted=bool(flame.inverted), negate=bool(flame.negate),
+        notes=flame.notes or "", factor=float(flame.factor),
+        state_split=flame.colors is None and profile.before is None,
+    )
+
+
+def render(profile: Profile, out: TextIO, opts: Options) -> None:
+    """Write ``profile`` as an interactive SVG flame graph. Raises OffconvError
+    ("nothing to draw: ...") when no stack has a positive weight."""
+    flame = opts.flame if isinstance(opts, Options) else (opts or FlameOptions())
+    style = resolve_style(profile, flame)
+    naming = opts.naming if isinstance(opts, Options) else NamingOptions()
+    total = sum(w for w in profile.samples.values() if w > 0)
+    known = _known(profile, naming)
+    if known is not None:  # a split's second part, named only
+        total += sum(w for w in known.named.values() if w > 0)
+    if not total > 0:
+        raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
+    timemax = max(total, flame.total or 0)
+    min_value = prune_threshold(flame.minwidth, style.width, timemax)
+    with gcpause.paused():  # what the drawing makes is freed as _draw returns
+        _draw(profile, out, flame, style, naming, min_value)
+
+
+def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, naming: NamingOptions,
+          min_value: float) -> None:
+    known = _known(profile, naming)
+    if flame.flamechart and profile.sequence is not None and profile.before is None:
+        labels = Labels(naming)
+        rows = [(labels.stack(s), w) for s, w in profile.sequence]  # interval data in time order
+    elif known is not None:
+        labels = known.labels  # its first stacks were named ahead, by this labeller
+        rows = merge_by(profile.samples, None, known.keys(profile.samples, labels.stack))
+        for name, w in known.named.items():  # and a second part named only: after them
+            rows[name] = rows.get(name, 0) + w
+    else:
+        labels = Labels(naming)
+        rows = labels.merge(profile.samples)
+    before = labels.merge(profile.before) if profile.before is not None else None
+    lay = layout(rows, before, reverse=flame.reverse, flamechart=flame.flamechart,
+                 min_value=min_value, total=flame.total, flags=labels.flags)
+    write_svg(out, lay, style, differential=profile.before is not None)
+
+
+def _known(profile: Profile, naming: NamingOptions):
+    """The profile's names made ahead (naming.StackNames) if made under ``naming``: the
+    drawing's rows and its total both take them, or neither."""
+    known = profile.stack_names
+    return known if known is not None and known.opts == naming else None
+
+
+class Labels:
+    """Display names of the profile's frames (offconv.model.naming) and, per name, the family
+    and kind bits the layout and palette read (from the frames' kinds, never from the
+    names). offconv.run.parallel may name a profile's first stacks with one ahead of the
+    drawing (naming.StackNames), which then goes on with it."""
+
+    def __init__(self, naming: NamingOptions):
+        self.flags: dict = {}
+        self._seen: set = set()
+        self.namer = Namer(naming, on_new=self._note)
+        self.stack = self.namer.stack
+
+    def _note(self, frame, name: str) -> None:
+        """A frame named for the first time: its bits go to the name it has there."""
+        if frame in self._seen:  # named before, in a java thread or outside one
+            return
+        self._seen.add(frame)
+        family, bits = frame_flags(frame)
+        if family or bits:
+            self.add_flags(name, family, bits)
+
+    def add_flags(self, name: str, family: int, bits: int) -> None:
+        """``name``'s palette family and kind bits ORed with those it has."""
+        old = self.flags.get(name, (0, 0))
+        self.flags[name] = (old[0] | family, old[1] | bits)
+
+    def merge(self, samples: dict) -> dict:
+        return merge_by(samples, self.stack)
+
+
+FORMAT = OutputFormat(name="svg", suffixes=(".svg",), render=render, state_split=True,
+                      description="interactive SVG flame graph (flamegraph.pl-compatible)")
