@@ -25,7 +25,6 @@ KNOWN: set = {
     ("offconv.inputs.demangle", "offconv.inputs.perf_script"),
     ("offconv.inputs.perf_data.kallsyms", "offconv.inputs.perf_data.reader"),
     ("offconv.run.parallel", "offconv.run.pipeline", "offconv.run.sched_split"),
-    ("offconv.run.parallel", "offconv.outputs.svg.graph"),
 }
 
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 from offconv.model.records import INLINE, JIT, KERNEL, MARKER, STATE, Frame, Profile
 from offconv.model.options import NamingOptions
-from offconv.outputs.svg.graph import Labels
+from offconv.model.labels import Labels
 from offconv.outputs.svg.layout import layout, parse_minwidth, prune_threshold
 from offconv.outputs.svg.palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER
 

@@ -148,7 +148,7 @@ def _labelled_part(sums, naming) -> tuple:
     tuples of strings (each string once: pickle's memo) instead of stacks of Frames to
     hash into its sums (on the javac + gcc recording's tail, naming the child's stacks
     took the drawing 30-60 ms and merging them 20-40 ms)."""
-    from offconv.outputs.svg.graph import Labels
+    from offconv.model.labels import Labels
     labels = Labels(naming)
     named = merge_by(sums.counts, labels.stack)
     return [], sums.before, sums.unit, sums.kind, sums.weighted, \
@@ -377,7 +377,7 @@ def _name_while(child, counts: dict, naming, names: Optional[StackNames] = None)
 def names_ahead(naming) -> StackNames:
     """An SVG's names of a profile's first stacks, to be made ahead of the drawing with the
     SVG's own labeller (it takes them over)."""
-    from offconv.outputs.svg.graph import Labels
+    from offconv.model.labels import Labels
     return StackNames(naming, Labels(naming))
 
 

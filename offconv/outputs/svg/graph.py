@@ -9,9 +9,10 @@ from offconv.model import gcpause
 from offconv.model.errors import OffconvError
 from offconv.model.formats import OutputFormat
 from offconv.model.records import OFFCPU_MODES, Profile
-from offconv.model.naming import Namer, merge_by
+from offconv.model.labels import Labels
+from offconv.model.naming import merge_by
 from offconv.model.options import FlameOptions, NamingOptions, Options
-from offconv.outputs.svg.layout import frame_flags, layout, prune_threshold
+from offconv.outputs.svg.layout import layout, prune_threshold
 from offconv.outputs.svg.palette import background, check_palette
 from offconv.outputs.svg.write import Style, write_svg
 
@@ -108,36 +109,6 @@ def _known(profile: Profile, naming: NamingOptions):
     drawing's rows and its total both take them, or neither."""
     known = profile.stack_names
     return known if known is not None and known.opts == naming else None
-
-
-class Labels:
-    """Display names of the profile's frames (offconv.model.naming) and, per name, the family
-    and kind bits the layout and palette read (from the frames' kinds, never from the
-    names). offconv.run.parallel may name a profile's first stacks with one ahead of the
-    drawing (naming.StackNames), which then goes on with it."""
-
-    def __init__(self, naming: NamingOptions):
-        self.flags: dict = {}
-        self._seen: set = set()
-        self.namer = Namer(naming, on_new=self._note)
-        self.stack = self.namer.stack
-
-    def _note(self, frame, name: str) -> None:
-        """A frame named for the first time: its bits go to the name it has there."""
-        if frame in self._seen:  # named before, in a java thread or outside one
-            return
-        self._seen.add(frame)
-        family, bits = frame_flags(frame)
-        if family or bits:
-            self.add_flags(name, family, bits)
-
-    def add_flags(self, name: str, family: int, bits: int) -> None:
-        """``name``'s palette family and kind bits ORed with those it has."""
-        old = self.flags.get(name, (0, 0))
-        self.flags[name] = (old[0] | family, old[1] | bits)
-
-    def merge(self, samples: dict) -> dict:
-        return merge_by(samples, self.stack)
 
 
 FORMAT = OutputFormat(name="svg", suffixes=(".svg",), render=render, state_split=True,

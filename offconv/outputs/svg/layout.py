@@ -22,8 +22,7 @@ from operator import itemgetter
 from typing import NamedTuple, Optional
 
 from offconv.model.errors import OffconvError
-from offconv.model.records import MARKER, STATE
-from offconv.outputs.svg.palette import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER, KIND_BITS
+from offconv.model.labels import FAMILY_WAKER
 
 XPAD = 10  # flamegraph.pl's left and right padding, pixels
 ROOT = "all"
@@ -76,20 +75,6 @@ def prune_threshold(minwidth, width_px: int, timemax: float) -> float:
         return timemax * value / 100
     widthpertime = (width_px - 2 * XPAD) / timemax
     return value / widthpertime
-
-
-def frame_flags(frame) -> tuple[int, int]:
-    """(family, kind bits) of a frame, from its kind: the state-split frames start the
-    run-queue or blocked family of the tower above them, '--' the waker part of a chain."""
-    if frame.kind == STATE:
-        if frame.name.startswith("[blocked "):
-            return FAMILY_BLOCKED, 0
-        if frame.name in ("[run queue]", "[preempted]"):
-            return FAMILY_RUNQ, 0
-        return 0, 0
-    if frame.kind == MARKER and frame.name == "--":
-        return FAMILY_WAKER, 0
-    return 0, KIND_BITS.get(frame.kind, 0)
 
 
 def _rows(samples: dict, before: Optional[dict], reverse: bool, flamechart: bool):

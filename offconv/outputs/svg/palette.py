@@ -13,6 +13,7 @@ import zlib
 from typing import Callable, Optional
 
 from offconv.model.errors import OffconvError
+from offconv.model.labels import FAMILY_BLOCKED, FAMILY_RUNQ, FAMILY_WAKER, KIND_INLINE, KIND_JIT, KIND_KERNEL
 
 BASIC = ("hot", "mem", "io", "red", "green", "blue", "aqua", "yellow", "purple", "orange")
 MULTI = ("wakeup", "chain", "java", "js", "perl", "python", "rust")
@@ -23,16 +24,6 @@ GREY_DASH = "rgb(200,200,200)"     # frames named '-' (user/kernel delimiter)
 GREY_DASHDASH = "rgb(160,160,160)"  # frames named '--' (waker/target separator)
 SEARCH_FILL = "rgb(230,0,230)"
 
-# Frame families (layout flags): the off-CPU state split and the waker part of a chain.
-FAMILY_NONE = 0
-FAMILY_RUNQ = 1
-FAMILY_BLOCKED = 2
-FAMILY_WAKER = 4
-# Kind bits of one frame (not inherited): kernel, JIT and inlined frames stand out.
-KIND_KERNEL = 8
-KIND_JIT = 16
-KIND_INLINE = 32
-KIND_BITS = {"kernel": KIND_KERNEL, "jit": KIND_JIT, "inline": KIND_INLINE}
 _KIND_LETTER = ((KIND_KERNEL, "k"), (KIND_JIT, "j"), (KIND_INLINE, "i"))
 
 
