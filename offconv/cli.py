@@ -570,7 +570,7 @@ def diff(inputs, out, to, normalize, strip_hex, fail_above, fail_on, quiet, as_j
         to = "json" if as_json else "folded"
     check_output(out, inputs)
     split = formats.output_format("svg").state_split if to == "svg" else False
-    from offconv.run.parallel import load_pair  # BEFORE in a second process while AFTER loads here
+    from offconv.run.pair import load_pair  # BEFORE in a second process while AFTER loads here
     sides = load_pair(list(inputs), lambda p: pipeline.load([p], opts, kw["from_format"],
                                                            state_split_default=split))
     if not quiet:

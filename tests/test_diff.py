@@ -268,24 +268,24 @@ def test_latency_from_histograms_when_a_side_has_no_sched_events():
     assert j["latency"]["blocked"]["p99_us"]["delta"] is None  # no blocked histogram: unknown, not 0
 
 
-# -- the two sides loaded at once (parallel.load_pair) -------------------------------
+# -- the two sides loaded at once (pair.load_pair) -------------------------------
 
 @pytest.fixture
 def pair_all(monkeypatch):
     """Every diff loads BEFORE in a child (whatever its size and the machine's cores),
     but not with OFFCONV_JOBS=1: the serial order it is compared with. ``calls``: what
     each child sent back (a Profile, or None: loaded again here)."""
-    from offconv.run import parallel
-    monkeypatch.setattr(parallel, "PAIR_MIN_BYTES", 0)
+    from offconv.run import pair, parallel
+    monkeypatch.setattr(pair, "PAIR_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "enabled", lambda: __import__("os").environ.get("OFFCONV_JOBS") != "1")
     calls = []
-    real = parallel._fork.result
+    real = parallel.Fork.result
 
     def result(self, *a):
         r = real(self, *a)
         calls.append(type(r).__name__)
         return r
-    monkeypatch.setattr(parallel._fork, "result", result)
+    monkeypatch.setattr(parallel.Fork, "result", result)
     return calls
 
 

@@ -1,6 +1,6 @@
 """perf.data input: perf script's output is read from a file as perf writes it
 (perf_data.Follow), and when perf ends with much still unread (the parser was the slower
-side), the rest is split over two processes (parallel.FollowSplit). Both must give what the
+side), the rest is split over two processes (follow.FollowSplit). Both must give what the
 serial path gives, byte for byte, with the same warnings, errors and line numbers.
 
 perf itself is played by a process that writes a perf script text fixture in two steps
@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from offconv.model import naming
-from offconv.run import parallel, pipeline
+from offconv.run import follow, parallel, pipeline
+from offconv.run import perf_data as perf_data_read
 from offconv.inputs.perf_data import reader as perf_data
 from test_parallel import run as convert  # (exit code, output, bytes written) with OFFCONV_JOBS
 
@@ -68,19 +69,19 @@ def perf_plays(monkeypatch, tmp_path):
     returns run(text_path, jobs, *args) -> (exit code, output, bytes written) and the list
     of the split decisions taken (a cut offset, or None)."""
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
-    monkeypatch.setattr(parallel, "FOLLOW_MIN_BYTES", 0)
-    monkeypatch.setattr(parallel, "FOLLOW_MIN_SVG_BYTES", 0)
+    monkeypatch.setattr(follow, "FOLLOW_MIN_BYTES", 0)
+    monkeypatch.setattr(follow, "FOLLOW_MIN_SVG_BYTES", 0)
     monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
     monkeypatch.setattr(perf_data.Follow, "ENOUGH", 1)  # give the first part as soon as it is there
     cuts = []
-    real_done = parallel.FollowSplit._done
+    real_done = follow.FollowSplit._done
 
     def done(self, pos, size):
         cut = real_done(self, pos, size)
         cuts.append(cut)
         return cut
 
-    monkeypatch.setattr(parallel.FollowSplit, "_done", done)
+    monkeypatch.setattr(follow.FollowSplit, "_done", done)
     state = {}
 
     def start(perf, path, demangle_here=True, kallsyms=None):
@@ -291,14 +292,14 @@ def test_a_perf_still_running_when_the_reader_is_done_is_killed(tmp_path):
 
 @pytest.fixture
 def workers(monkeypatch):
-    """The pids of the children FollowSplit forks (parallel._forked_later), in order."""
+    """The pids of the children FollowSplit forks (parallel.ForkedLater), in order."""
     pids = []
-    real = parallel._forked_later.__init__
+    real = parallel.ForkedLater.__init__
 
     def init(self, *a, **kw):
         real(self, *a, **kw)
         pids.append(self.pid)
-    monkeypatch.setattr(parallel._forked_later, "__init__", init)
+    monkeypatch.setattr(parallel.ForkedLater, "__init__", init)
     return pids
 
 
@@ -323,7 +324,7 @@ def test_the_child_is_forked_before_the_parse_and_reaped_after_it(perf_plays, wo
 
 def test_a_child_not_needed_is_ended(perf_plays, workers, monkeypatch):
     run, cuts = perf_plays
-    monkeypatch.setattr(parallel, "_cut_in", lambda *a: None)  # no event boundary to cut at
+    monkeypatch.setattr(parallel, "cut_in", lambda *a: None)  # no event boundary to cut at
     text = max(TEXTS, key=lambda t: t.stat().st_size)
     r = run(text, "2", "--mode", "oncpu", "--to", "folded")
     assert r[0] == 0 and cuts == [None] and len(workers) == 1 and _gone(workers[0])
@@ -334,7 +335,7 @@ def test_a_waiting_child_ends_with_its_parent(tmp_path):
     does not wait for ever."""
     code = ("import os, sys, time\n"
             "from offconv.run import parallel\n"
-            "w = parallel._forked_later(lambda **kw: 1)\n"
+            "w = parallel.ForkedLater(lambda **kw: 1)\n"
             "print(w.pid, flush=True)\n"
             "os.kill(os.getpid(), 9)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -372,7 +373,7 @@ def test_svg_names_made_while_the_child_works_draw_the_same(text, args, perf_pla
     run, cuts = perf_plays
     serial = run(text, "1", "--to", "svg", *args)
     assert serial[0] == 0 and serial[2], serial[1]
-    monkeypatch.setattr(parallel._fork, "ready", lambda self: False)
+    monkeypatch.setattr(parallel.Fork, "ready", lambda self: False)
     used = names_used(monkeypatch)
     split = run(text, "2", "--to", "svg", *args)
     if cuts and cuts[-1] is not None:  # split: its names were made ahead and used
@@ -388,7 +389,7 @@ class _Counts:
 
 
 def _share(stacks: int, left: int, parsed: int = 50 << 20, cpu: float = 0.5) -> float:
-    split = parallel.FollowSplit.__new__(parallel.FollowSplit)
+    split = follow.FollowSplit.__new__(follow.FollowSplit)
     split._sums = _Counts(stacks)
     split._cpu = time.process_time() - cpu  # ``cpu`` s spent on ``parsed`` bytes so far
     return split._svg_share(parsed, parsed + left)
@@ -399,9 +400,9 @@ def test_to_an_svg_the_child_takes_more_the_more_stacks_the_parent_has_to_name()
     what is left goes down as its stacks go up, from FOLLOW_SHARE (nothing to name) to 0
     (naming takes longer than the child's parse of all that is left)."""
     shares = [_share(n, 20 << 20) for n in (0, 8000, 12000, 16000, 200000)]
-    assert shares[0] == parallel.FOLLOW_SHARE and shares[-1] == 0.0
+    assert shares[0] == follow.FOLLOW_SHARE and shares[-1] == 0.0
     middle = shares[1:-1]
-    assert all(0 < s < parallel.FOLLOW_SHARE for s in middle), shares
+    assert all(0 < s < follow.FOLLOW_SHARE for s in middle), shares
     assert middle == sorted(middle, reverse=True) and len(set(middle)) == len(middle)
     # the same stacks and more left: the parent keeps more of it
     assert _share(8000, 60 << 20) > _share(8000, 20 << 20)
@@ -411,14 +412,14 @@ def test_a_child_that_takes_all_that_is_left_draws_the_same(perf_plays, monkeypa
     """Share 0 (the parent only names): the cut is the first event boundary after what the
     parent has read, and the SVG is the serial one, byte for byte."""
     run, cuts = perf_plays
-    monkeypatch.setattr(parallel, "NAME_BYTES_PER_FRAME", 1e9)
+    monkeypatch.setattr(follow, "NAME_BYTES_PER_FRAME", 1e9)
     shares = []
-    real = parallel.FollowSplit._svg_share
+    real = follow.FollowSplit._svg_share
 
     def share(self, pos, size):
         shares.append(real(self, pos, size))
         return shares[-1]
-    monkeypatch.setattr(parallel.FollowSplit, "_svg_share", share)
+    monkeypatch.setattr(follow.FollowSplit, "_svg_share", share)
     text = max(TEXTS, key=lambda p: p.stat().st_size)
     serial = run(text, "1", "--to", "svg")
     split = run(text, "2", "--to", "svg")
@@ -429,7 +430,7 @@ def test_a_child_that_takes_all_that_is_left_draws_the_same(perf_plays, monkeypa
 @pytest.mark.parametrize("args", [(), ("--tid", "--kernel", "--jit")], ids=["plain", "annotated"])
 def test_to_an_svg_the_child_sends_the_names_of_its_stacks(args, perf_plays, monkeypatch):
     """The child names its part's stacks with the SVG's labeller and sends their names and
-    weights, not the stacks (parallel._labelled_part): the parent names none of them, and a
+    weights, not the stacks (split._labelled_part): the parent names none of them, and a
     name the child got wrong would show."""
     run, cuts = perf_plays
     text = max(TEXTS, key=lambda p: p.stat().st_size)
@@ -474,11 +475,11 @@ def test_svg_names_made_while_perf_prints_draw_the_same(text, args, perf_plays, 
     script's output (Follow.idle): the drawing then names only the last ones. The SVG is
     the one drawn without names made ahead, byte for byte, serially and split."""
     run, cuts = perf_plays
-    real_ahead = pipeline._names_while_perf_prints
-    monkeypatch.setattr(pipeline, "_names_while_perf_prints", lambda *a: None)
+    real_ahead = perf_data_read.names_while_perf_prints
+    monkeypatch.setattr(perf_data_read, "names_while_perf_prints", lambda *a: None)
     plain = run(text, "1", "--to", "svg", *args)
     assert plain[0] == 0 and plain[2], plain[1]
-    monkeypatch.setattr(pipeline, "_names_while_perf_prints", real_ahead)
+    monkeypatch.setattr(perf_data_read, "names_while_perf_prints", real_ahead)
     used = names_used(monkeypatch)
     for jobs in ("1", "2"):
         used.clear()
@@ -495,19 +496,19 @@ def test_a_recording_without_call_chains_is_not_split(tmp_path, monkeypatch):
     """Its one-line events parse three to four times as fast as perf prints them: no
     child is forked for it (FollowSplit), where a recording with call chains has one."""
     made = []
-    real = parallel.FollowSplit.__init__
+    real = follow.FollowSplit.__init__
 
     def init(self, *a, **kw):
         made.append(True)
         real(self, *a, **kw)
-    monkeypatch.setattr(parallel.FollowSplit, "__init__", init)
+    monkeypatch.setattr(follow.FollowSplit, "__init__", init)
     monkeypatch.setattr(parallel, "enabled", lambda: True)
     for flags, split in (([], False), (["-g"], True)):
         data = tmp_path / f"rec{len(flags)}.data"
         subprocess.run(["perf", "record", "-q", "-a", "-F", "4999", *flags, "-o", str(data), "--",
                         "sleep", "1"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        assert os.path.getsize(data) >= parallel.FOLLOW_MIN_BYTES // 64
+        assert os.path.getsize(data) >= follow.FOLLOW_MIN_BYTES // 64
         assert perf_data.without_callchains(str(data)) is not split
         made.clear()
         code, out, _ = convert(monkeypatch, tmp_path, "2", data, "--to", "svg")

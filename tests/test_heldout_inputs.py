@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from offconv.model import registry as formats
-from offconv.run import parallel
+from offconv.run import parallel, split
 from offconv.cli import app
 from offconv.model.formats import MAYBE, NO
 from offconv.inputs.grammar import parser
@@ -200,14 +200,14 @@ def test_the_last_line_of_a_split_folded_input(monkeypatch, tmp_path):
     """Over two processes (offconv.run.parallel: the child reads the last line) as in one."""
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
-    real, splits = parallel.load_split, []
+    real, splits = split.load_split, []
 
     def spy(*a, **kw):
         r = real(*a, **kw)
         splits.append(r is not None)
         return r
 
-    monkeypatch.setattr(parallel, "load_split", spy)
+    monkeypatch.setattr(split, "load_split", spy)
     lines = "\n".join(f"a;b{i} {i + 1}" for i in range(400))
     whole, cut = tmp_path / "whole.folded", tmp_path / "cut.folded"
     whole.write_text(lines + "\na;b;c 7")        # complete: no warning

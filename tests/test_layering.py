@@ -24,7 +24,6 @@ KNOWN: set = {
     ("offconv.analysis.sample_report", "offconv.analysis.threads", "offconv.analysis.verdict"),
     ("offconv.inputs.demangle", "offconv.inputs.perf_script"),
     ("offconv.inputs.perf_data.kallsyms", "offconv.inputs.perf_data.reader"),
-    ("offconv.run.parallel", "offconv.run.pipeline", "offconv.run.sched_split"),
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from offconv.run import pipeline
+from offconv.run import pipeline, reading
 from offconv.analysis.threads import report_data
 from offconv.sched.causes import CHILD_WOKE, KTHREAD_IDLE, NO_CHAIN
 from offconv.model.options import Options
@@ -69,12 +69,12 @@ def test_only_sched_tracepoints_are_read_past(tmp_path):
 def test_the_look_ahead_for_a_sched_switch_is_bounded(tmp_path, monkeypatch):
     """Only sched_stat_runtime events, more than ROUTE_LOOKAHEAD: samples of them (what
     stackcollapse-perf.pl would count), not a buffer of the whole input."""
-    monkeypatch.setattr(pipeline, "ROUTE_LOOKAHEAD", 5)
+    monkeypatch.setattr(reading, "ROUTE_LOOKAHEAD", 5)
     lines = [_runtime("loop", 10, 0, 1.0 + i / 1000) for i in range(20)]
     lines.append(_sw("loop", 10, 0, 1.5, "S", "swapper/0", 0))
     p = pipeline.load([_write(tmp_path, lines)], Options())
     assert p.analysis is None and sum(p.samples.values()) == 20
-    monkeypatch.setattr(pipeline, "ROUTE_LOOKAHEAD", 50)
+    monkeypatch.setattr(reading, "ROUTE_LOOKAHEAD", 50)
     p = pipeline.load([_write(tmp_path, lines, "u.txt")], Options())
     assert p.analysis is not None
 
@@ -145,13 +145,13 @@ def test_one_line_events_are_split_over_two_processes(tmp_path, monkeypatch):
 
     from click.testing import CliRunner
 
-    from offconv.run import parallel
+    from offconv.run import parallel, split
     from offconv.cli import app
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
     calls = []
-    real = parallel.load_split
-    monkeypatch.setattr(parallel, "load_split",
+    real = split.load_split
+    monkeypatch.setattr(split, "load_split",
                         lambda *a, **k: calls.append(real(*a, **k)) or calls[-1])
     lines = gzip.open(NOCG, "rt").read().split("\n")
     bad = lines[:2500] + ["sh 1 [000] 1.x5: cpu-clock:ppp:  ffff f (x)"] + lines[2500:]

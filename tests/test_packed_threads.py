@@ -102,7 +102,7 @@ def test_packed_threads_pickled_to_a_process_that_numbers_keys_its_own_way(monke
     _same(got.get(tt.tid), tt)
     _same(got.get(tt.tid).unpack(), tt)
     # where its keys cannot be numbered (beyond _KMAX), it is refused: the parent then
-    # loads that side itself (parallel._fork.result: None)
+    # loads that side itself (parallel.Fork.result: None)
     monkeypatch.setattr(analysis, "_KMAX", len(keys))
     with pytest.raises(pickle.UnpicklingError):
         pickle.loads(data)

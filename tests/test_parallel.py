@@ -1,4 +1,4 @@
-"""The on-CPU input split over two processes (offconv.run.parallel) gives byte-identical output,
+"""The on-CPU input split over two processes (offconv.run.split) gives byte-identical output,
 warnings and errors to the serial path, on every fixture: here every input is split
 (MIN_BYTES = 0), whatever its size, and each output is compared with OFFCONV_JOBS=1's."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from offconv.run import parallel
+from offconv.run import parallel, split
 from offconv.cli import app
 
 FIX = Path(__file__).parent / "fixtures"
@@ -34,14 +34,14 @@ def split_all(monkeypatch):
     # path every split is compared with
     monkeypatch.setattr(parallel, "enabled", lambda: os.environ.get("OFFCONV_JOBS") != "1")
     calls = []
-    real = parallel.load_split
+    real = split.load_split
 
     def spy(*a, **kw):
         r = real(*a, **kw)
         calls.append(r is not None)
         return r
 
-    monkeypatch.setattr(parallel, "load_split", spy)
+    monkeypatch.setattr(split, "load_split", spy)
     return calls
 
 

@@ -32,9 +32,10 @@ from dataclasses import replace
 from typing import Optional
 
 from offconv.sched import intervals
+from offconv.model.records import OFFCPU_MODES, ONCPU
+from offconv.inputs.source import Source, numbered_blocks, until_cut
 from offconv.run import parallel
-from offconv.model.records import OFFCPU_MODES
-from offconv.inputs.source import Source, numbered_blocks
+from offconv.run.reading import SCHED, Input, Read, peek, route_of
 
 # this process's share of the file: it also replays the child's leftovers, merges its sums
 # and writes the output; the child forks and pickles its result. The build's 100 MB,
@@ -44,10 +45,21 @@ from offconv.inputs.source import Source, numbered_blocks
 SHARE = 0.51
 
 
-def prepare(path: str, src: Source, fmt, opts, stats: dict, peek, route) -> Optional["Split"]:
+def read(inp: Input) -> Optional[Read]:
+    """The sched input over two processes (its value a Split), or None when it does not
+    qualify (the next reader takes it)."""
+    if inp.opts.aggregate.mode == ONCPU or inp.routes - {SCHED}:
+        return None
+    split = prepare(inp.path, inp.src, inp.fmt, inp.opts, inp.stats)
+    if split is None:
+        return None
+    inp.src.close()
+    return Read(SCHED, split, split.part1)
+
+
+def prepare(path: str, src: Source, fmt, opts, stats: dict) -> Optional["Split"]:
     """A Split of the sched input ``path`` (``src`` opened, ``fmt`` detected), or None
-    when it does not qualify or its route is not the sched events' (the caller then reads
-    ``src`` as usual). ``peek`` and ``route``: pipeline's."""
+    when it does not qualify or its route is not the sched events'."""
     agg = opts.aggregate
     if not parallel.enabled() or src.kind != "text" or path == "-" or src.mangled:
         return None
@@ -72,7 +84,7 @@ def prepare(path: str, src: Source, fmt, opts, stats: dict, peek, route) -> Opti
         part1.close()
         return None
     blocks = chain.from_iterable(numbered_blocks(n, p) for n, p in lists)
-    _, records = route(fmt.parse_blocks(blocks, path, opts.parse, stats), agg.mode)
+    _, records = route_of(fmt.parse_blocks(blocks, path, opts.parse, stats), agg.mode)
     mode = "offcpu" if agg.mode == "auto" else agg.mode
     tail = Tail(path, fmt, (cut, size), opts.parse, replace(agg, mode=mode), part1, stats)
     return Split(records, tail, part1)
@@ -98,7 +110,7 @@ class Tail:
         self.part1 = part1
         self.parse_stats = stats   # the input's parse stats (pipeline.load's)
         self.sums: dict = {}       # the child's builder sums, once joined
-        self.child = parallel._fork(_second_part, path, fmt, span, popts, agg)
+        self.child = parallel.Fork(_second_part, path, fmt, span, popts, agg)
         self._result = None
         self._waited = False
 
@@ -132,11 +144,11 @@ class Tail:
         result = self.result()
         second_line = self.part1.next_lineno
         if result is not None:
-            sums, part, stats, cut_line = parallel._shifted(result, second_line - 1)
+            sums, part, stats, cut_line = parallel.shifted(result, second_line - 1)
             if intervals.joins(machine, part):
                 intervals.join(machine, part)
                 self.sums = sums
-                parallel._merge_stats(self.parse_stats, stats)
+                parallel.merge_stats(self.parse_stats, stats)
                 self.part1.cut_line = cut_line
                 return
         # serially, here: the same records, errors and line numbers as one process's
@@ -146,7 +158,6 @@ class Tail:
 
     def _records(self, first_lineno: int, stats: dict) -> tuple:
         """(the second part's Source, its records), read here."""
-        from offconv.run.pipeline import until_cut
         src = Source(self.path, span=self.span, first_lineno=first_lineno)
         return src, until_cut(self.fmt.parse_blocks(src.blocks(), self.path, self.popts, stats),
                               src)
@@ -168,11 +179,10 @@ def _second_part(path, fmt, span, popts, agg):
     """In the child: (its builder's sums, TailMachine.part(), parse stats, the line cut
     short at the end or None), or None when it failed (the parent reads the part itself,
     to raise the same error with its line number)."""
-    from offconv.run.offcpu import _Builder
+    from offconv.run.offcpu import _Builder   # (the off-CPU path's, imported when used)
     try:
         src = Source(path, span=span)
         stats: dict = {}
-        from offconv.run.pipeline import until_cut   # (its last line, cut short, is no error)
         events = until_cut(fmt.parse_blocks(src.blocks(), path, popts, stats), src)
         head = list(islice(events, intervals.PROBE_EVENTS))
         events = chain(head, events)
