@@ -112,7 +112,15 @@ def test_grammar_rejects_with_position():
     assert ei.value.line == 1 and ei.value.column >= 1
 
 
-def test_grammars_found_from_source_tree():
+def test_grammars_found_from_source_tree(monkeypatch):
+    """Without an installed offconv.grammars (a source tree on sys.path), the grammars are
+    read from the repository's grammars/ beside the package."""
+    import importlib.resources
+
+    def not_installed(name):
+        raise ModuleNotFoundError(name)
+    monkeypatch.setattr(importlib.resources, "files", not_installed)
+    assert grammar_text("bpftrace") == (ROOT / "grammars" / "bpftrace.lark").read_text()
     assert "header:" in grammar_text("perf_script")
     assert "line:" in grammar_text("folded")
 

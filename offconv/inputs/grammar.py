@@ -15,7 +15,7 @@ def grammar_text(name: str) -> str:
         return (files("offconv.grammars") / f"{name}.lark").read_text(encoding="utf-8")
     except (ModuleNotFoundError, FileNotFoundError):
         pass
-    path = Path(__file__).resolve().parent.parent / "grammars" / f"{name}.lark"
+    path = Path(__file__).resolve().parents[2] / "grammars" / f"{name}.lark"
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
