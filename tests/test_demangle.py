@@ -18,10 +18,12 @@ from offconv.run.aggregate import Sums
 from offconv.cli import app
 from offconv.model.records import Frame, Task, thread_frame
 from offconv.model.options import ParseOptions
-from offconv.inputs import demangle, perf_script
+from offconv.inputs import demangle
 from offconv.inputs.perf_data import reader as perf_data
-from offconv.inputs.demangle import Retry, perf_demangles
-from offconv.inputs.perf_script import parse_frame
+from offconv.inputs.demangle import Retry
+from offconv.inputs.mangled import perf_demangles
+from offconv.inputs.perf_script import frames
+from offconv.inputs.perf_script.frames import parse_frame
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CXXFILT = shutil.which("c++filt")
@@ -44,7 +46,7 @@ def demangled(lines: list, addrs: bool = False) -> dict:
         for i, st in enumerate(stacks):
             sums.counts[(thread_frame(Task("t", 1, i)),) + st] = 1
         demangle.apply_noted(sums, addrs)
-    assert perf_script.MANGLED is None  # the noting ends with the block
+    assert frames.MANGLED is None  # the noting ends with the block
     return sums.counts
 
 

@@ -11,7 +11,7 @@ from offconv.cli import app
 from offconv.model.records import OFFCPU
 from offconv.model.options import Options, ParseOptions
 from offconv.inputs import perf_script
-from offconv.inputs.perf_script import rust_demangle
+from offconv.inputs.perf_script.frames import rust_demangle
 
 FIX = Path(__file__).parent / "fixtures"
 OFF = FIX / "perf-offcpu" / "offcpu-time.txt"

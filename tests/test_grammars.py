@@ -14,7 +14,8 @@ import pytest
 
 from offconv.inputs.grammar import grammar_text, parser
 from offconv.inputs import folded
-from offconv.inputs.perf_script import _FRAME_LIKE, is_srcline, padded_header, parse_header, split_frame
+from offconv.inputs.perf_script.frames import _FRAME_LIKE, is_srcline, split_frame
+from offconv.inputs.perf_script.header import padded_header, parse_header
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from offconv.cli import app
 from offconv.model.options import ParseOptions
 from offconv.inputs import perf_script
+from offconv.inputs.perf_script.blocks import _body_stack
+from offconv.inputs.perf_script.frames import is_srcline
 from offconv.inputs.source import numbered_blocks
 
 HELD = Path(__file__).parent / "fixtures" / "heldout_perf"
@@ -83,7 +85,7 @@ def test_srcline_in_every_parser_path():
               "  [kernel.kallsyms][ffffffff8225a101]\n" \
               "\t           f8350 __GI___libc_write (/usr/lib/x86_64-linux-gnu/libc.so.6)\n" \
               "  write.c:26"
-    got = perf_script._body_stack(callers, False, frames)
+    got = _body_stack(callers, False, frames)
     assert [f.name for f in got] == ["__GI___libc_write", "do_syscall_64"]
 
 
@@ -102,7 +104,7 @@ def test_srcline_in_every_parser_path():
     ("", False),
 ])
 def test_is_srcline(line, expect):
-    assert perf_script.is_srcline(line) is expect
+    assert is_srcline(line) is expect
 
 
 # -- 2. a sched recording printed without the trace field ----------------------------------

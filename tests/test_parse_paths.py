@@ -93,7 +93,7 @@ def test_the_sched_header_cache_changes_no_record(monkeypatch, window, heads):
     """parse_blocks keeps sched event headers without their timestamps (_SCHED_HEADS, cleared
     when full), and parses without them for a while where they miss (_SCHED_WINDOW): every
     record the same as parse's, on every recording, whatever the sizes."""
-    from offconv.inputs import perf_script
+    from offconv.inputs.perf_script import blocks as perf_script  # parse_blocks' module: its globals are set
     monkeypatch.setattr(perf_script, "_SCHED_WINDOW", window)
     monkeypatch.setattr(perf_script, "_SCHED_HEADS", heads)
     assert len(SCHED) >= 30

@@ -7,7 +7,9 @@ import pytest
 from offconv.model.errors import ParseError
 from offconv.model.records import EXIT, INLINE, JIT, KERNEL, SWITCH, USER, WAKEUP, Sample, SchedEvent, Task
 from offconv.model.options import ParseOptions
-from offconv.inputs.perf_script import clean_name, parse, parse_frame, parse_header, sniff
+from offconv.inputs.perf_script import parse, sniff
+from offconv.inputs.perf_script.frames import clean_name, parse_frame
+from offconv.inputs.perf_script.header import parse_header
 
 
 def events(text: str, **kw):

@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 from offconv.run.aggregate import Sums
 from offconv.model.errors import OffconvError
 from offconv.model.options import ParseOptions
-from offconv.inputs import perf_script
+from offconv.inputs.perf_script import summed as perf_script  # sum_blocks' module: the tests set its globals
+from offconv.inputs.perf_script.detect import sniff
+from offconv.inputs.perf_script.frames import _PLAIN_FRAME, _parse_frame, parse_frame
 from offconv.inputs.source import Source, numbered_blocks
 
 FIX = Path(__file__).parent / "fixtures"
@@ -40,7 +42,7 @@ def perf_script_files():
             continue
         finally:
             src.close()   # (a perf.data's: its perf script killed and waited for)
-        if perf_script.sniff(head) != "no":
+        if sniff(head) != "no":
             out.append(p)
     return out
 
@@ -410,8 +412,8 @@ def test_plain_frame_fast_path_equals_the_general_parse():
             ["\t    ", "\t", " ", ""], ["ffffffff8101", "zz", "", "0"], syms, [" ", "  ", "\t"], dsos,
             ["", " "], (False, True)):
         line = f"{ind}{addr} {sym}{sp}{dso}{trail}"
-        assert perf_script.parse_frame(line, False, dm) == perf_script._parse_frame(line, False, dm), line
-        fast += perf_script._PLAIN_FRAME.match(line) is not None
+        assert parse_frame(line, False, dm) == _parse_frame(line, False, dm), line
+        fast += _PLAIN_FRAME.match(line) is not None
     assert fast > 5000  # the fast path is taken, not only the general one
 
 

@@ -2,24 +2,25 @@
 
 perf script demangles every symbol of every C++ or Rust dso it loads, when it loads it:
 node's 110k symbols, libLLVM's, cc1plus's, although a recording's callchains name a few
-thousand of them. On the benchmark recording (20 s, ``-a``) that is 0.12-0.2 s of perf
-script's 0.75-0.85 s, and perf script is most of a perf.data conversion. So a perf.data of
-samples (no tracepoints: offconv.inputs.perf_data.reader decides) is converted with ``perf script
---no-demangle``: the parser keeps the mangled names it meets and notes each frame it makes
-from one (``perf_script.MANGLED``); when the input is summed, ``apply`` demangles the noted
+thousand of them (what that costs of a conversion: benchmarks/README.md, "Fifth round").
+So a perf.data of samples (no tracepoints: offconv.inputs.perf_data.reader decides) is
+converted with ``perf script --no-demangle``: the parser keeps the mangled names it meets
+and notes each frame it makes from one (offconv.inputs.mangled.note, into
+``perf_script.frames.MANGLED``); when the input is summed, ``apply`` demangles the noted
 names with one ``c++filt -p -i`` run, makes each such frame again from the line perf would
 have printed, and re-keys the stacks (stacks that then become one are added up, in
 first-seen order, as the serial parse would have met them).
 
 perf demangles a name (tools/perf/util/symbol-elf.c, ``demangle_sym``) only in a user-space
-ELF dso -- never a kernel symbol, a module's, or a JIT's perf-PID.map -- with
-``bfd_demangle(name, DMGL_NO_OPTS)``: libiberty's ``cplus_demangle`` without parameter lists
-or implementation details (what ``c++filt -p -i`` does to a word of letters, digits, ``_``,
-``$`` and ``.``), with any ``@`` suffix (``@plt``, ``@@GLIBCXX_3.4``) put back after the
-demangled name; else as OCaml (``camlModule__...``) or as a Java signature. The result must
-be the text perf prints, byte for byte: wherever this module cannot be sure of it (an OCaml
-or Java-signature name, a Rust name left hashed, c++filt failing), ``apply`` raises
-``Retry`` and offconv.run.pipeline converts the input again with perf's own demangling."""
+ELF dso (``mangled.perf_demangles``) -- never a kernel symbol, a module's, or a JIT's
+perf-PID.map -- with ``bfd_demangle(name, DMGL_NO_OPTS)``: libiberty's ``cplus_demangle``
+without parameter lists or implementation details (what ``c++filt -p -i`` does to a word of
+letters, digits, ``_``, ``$`` and ``.``), with any ``@`` suffix (``@plt``,
+``@@GLIBCXX_3.4``) put back after the demangled name; else as OCaml (``camlModule__...``)
+or as a Java signature. The result must be the text perf prints, byte for byte: wherever
+this module cannot be sure of it (an OCaml or Java-signature name, a Rust name left hashed,
+c++filt failing), ``apply`` raises ``Retry`` and offconv.run.pipeline converts the input
+again with perf's own demangling."""
 from __future__ import annotations
 
 import re
@@ -27,41 +28,19 @@ import subprocess
 from itertools import chain
 from typing import Optional
 
+from offconv.inputs.mangled import CANDIDATE
 from offconv.inputs.perf_data.spawn import cxxfilt
 
-CANDIDATE = ("_Z", "_R", "_GLOBAL_")  # what cplus_demangle may demangle
 _WORD = re.compile(r"[A-Za-z0-9_.$]+")  # one c++filt word: demangled as cplus_demangle does
 # a Rust name perf would demangle again (util/demangle-rust.c, rust_is_mangled: a "::h" and
 # 16 hex digits at the end), or left in its legacy mangled form
 _RUST_HASHED = re.compile(r"(?:::h|17h)[0-9a-f]{16}E?$")
 _OCAML = re.compile(r"caml[A-Z]")                # perf's ocaml_is_mangled
 _JAVA_SIGNATURE = re.compile(r"\((?:\[*(?:[BCDFIJSZ]|L[\w/$]+;))*\)")  # (Ljava/lang/String;I)
-_PERF_MAP = re.compile(r"perf-\d+\.map")
-_MODULE = re.compile(r"\.ko(\.[a-z]+)?$")
 
 
 class Retry(Exception):
     """The names cannot be demangled here exactly as perf does: let perf demangle them."""
-
-
-def perf_demangles(dso: str) -> bool:
-    """Whether perf demangles the symbols of this dso (as printed in a frame's parentheses)."""
-    if not dso:
-        return False
-    if dso.startswith("["):
-        return dso == "[vdso]"  # kernel, modules, [unknown], [JIT] tid N: never
-    base = dso.rpartition("/")[2]
-    return not (_PERF_MAP.fullmatch(base) or _MODULE.search(base))
-
-
-def note(registry: dict, frames: tuple, raw: str, module: str) -> None:
-    """perf_script.parse_frame made ``frames`` from the symbol ``raw`` of ``module``: keep
-    the frame if perf would have printed another name there (or may have: Retry later)."""
-    if raw.startswith(CANDIDATE) or ")" in raw or raw.startswith("caml"):
-        if len(frames) == 1 and perf_demangles(module):
-            registry.setdefault(frames[0], raw)
-        elif frames and perf_demangles(module):  # an a->b line of a mangled dso: not known here
-            registry.setdefault(frames[0], "")
 
 
 def apply(sums, registry: dict, addrs: bool, exe: Optional[str] = None) -> None:
@@ -81,7 +60,7 @@ def apply(sums, registry: dict, addrs: bool, exe: Optional[str] = None) -> None:
     if not todo:
         return
     names = run(sorted({w for w, _ in todo.values()}), exe or cxxfilt())
-    from offconv.inputs.perf_script import parse_frame
+    from offconv.inputs.perf_script.frames import parse_frame
     mapping: dict = {}
     for frame, (word, suffix) in todo.items():
         name = names[word]
@@ -139,21 +118,21 @@ def remap(counts: dict, mapping: dict) -> dict:
 
 
 class collecting:
-    """While parsing a perf script --no-demangle output: perf_script.parse_frame notes the
-    frames ``apply_noted`` will make again (in a forked part too: the child inherits it)."""
+    """While parsing a perf script --no-demangle output: perf_script.frames.parse_frame notes
+    the frames ``apply_noted`` will make again (in a forked part too: the child inherits it)."""
 
     def __enter__(self):
-        from offconv.inputs import perf_script
-        perf_script.MANGLED = {}
+        from offconv.inputs.perf_script import frames
+        frames.MANGLED = {}
         return self
 
     def __exit__(self, *exc):
-        from offconv.inputs import perf_script
-        perf_script.MANGLED = None
+        from offconv.inputs.perf_script import frames
+        frames.MANGLED = None
 
 
 def apply_noted(sums, addrs: bool) -> None:
     """``apply`` with the frames noted so far, if names are being collected; else nothing."""
-    from offconv.inputs import perf_script
-    if perf_script.MANGLED is not None:
-        apply(sums, perf_script.MANGLED, addrs)
+    from offconv.inputs.perf_script import frames
+    if frames.MANGLED is not None:
+        apply(sums, frames.MANGLED, addrs)

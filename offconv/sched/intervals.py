@@ -96,7 +96,7 @@ def is_dead(state: str) -> bool:
 def _missing_payload(path: str, ev: SchedEvent) -> ParseError:
     """A sched event without the tasks its payload names (perf script -F without
     'trace'): the parser's error, which says what the payload looks like."""
-    from offconv.inputs.perf_script import missing_payload
+    from offconv.inputs.perf_script.events import missing_payload
     return missing_payload(path, ev)
 
 

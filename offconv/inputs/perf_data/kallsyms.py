@@ -55,6 +55,7 @@ import os
 import struct
 
 from offconv.inputs.perf_data import spawn
+from offconv.inputs.perf_data.header import build_ids, read_header
 
 ENV = "OFFCONV_KALLSYMS_SNAPSHOT"
 CACHE_ENV = "OFFCONV_CACHE_DIR"
@@ -160,8 +161,7 @@ def _part(text, path: str, directory: str) -> str | None:
         from offconv._speedups import kallsyms_for
     except ImportError:
         return None
-    from offconv.inputs.perf_data.reader import _read_header
-    header = _read_header(path)
+    header = read_header(path)
     if header is None:
         return None
     head = header[0]
@@ -291,8 +291,7 @@ def recorded_kernel_build_id(path: str) -> str | None:
     """The build-id (hex) that the perf.data ``path`` lists for [kernel.kallsyms] in its
     header's build-id table; None when it lists none or is not read here (pipe mode,
     another byte order)."""
-    from offconv.inputs.perf_data.reader import _read_header, build_ids
-    header = _read_header(path)
+    header = read_header(path)
     if header is None:
         return None
     head = header[0]

@@ -16,8 +16,7 @@ import time
 
 from offconv.model.errors import OffconvError
 from offconv.inputs.perf_data import spawn
-
-MAGIC = b"PERFILE2"
+from offconv.inputs.perf_data.header import MAGIC, build_ids, read_header
 
 
 def convert(path: str, demangle_here: bool = True, kallsyms: str | None = None):
@@ -143,7 +142,6 @@ def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True
 
 
 PERF_TYPE_TRACEPOINT = 2
-HEADER_BUILD_ID = 2          # the feature bit of the dsos that samples hit
 PERF_RECORD_MISC_USER = 2
 # What --no-demangle saves and costs (benchmarks/README.md, "Fifth round"): perf demangles
 # every symbol of every C++/Rust dso it loads (about 0.4 us a symbol: 0.13 s of the
@@ -166,31 +164,11 @@ def no_demangle(path: str) -> bool:
     return header is not None and _no_demangle(path, *header)
 
 
-def _read_header(path: str) -> tuple | None:
-    """(the header's first 104 bytes, its event attributes, each attribute's size) of a
-    perf.data file; None for any other file, and for a header not read here (pipe mode,
-    another byte order)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(104)
-            if len(head) < 104 or head[:8] != MAGIC:
-                return None
-            size, attr_size, attrs_at, attrs_size = struct.unpack_from("<4Q", head, 8)
-            if size != 104 or attr_size < 16 or not 0 < attrs_size <= 1 << 20:
-                return None
-            attrs = os.pread(f.fileno(), attrs_size, attrs_at)
-    except (OSError, struct.error):
-        return None
-    if len(attrs) != attrs_size or attrs_size % attr_size:
-        return None
-    return head, attrs, attr_size
-
-
 def _samples_header(path: str) -> tuple | None:
     """(the header's first 104 bytes, the data section's offset and size) of a perf.data
     whose header lists its events with none a tracepoint; None for any other file, and
     for a header not read here (pipe mode, another byte order)."""
-    header = _read_header(path)
+    header = read_header(path)
     if header is None:
         return None
     head, attrs, attr_size = header
@@ -208,7 +186,7 @@ def without_callchains(path: str) -> bool:
     """Whether the perf.data ``path`` is a recording of samples none of whose events
     records a call chain (perf record without -g: no PERF_SAMPLE_CALLCHAIN in any event's
     sample_type); False when its header is not read here."""
-    header = _read_header(path)
+    header = read_header(path)
     if header is None or header[2] < 32:
         return False
     _, attrs, attr_size = header
@@ -237,34 +215,6 @@ def _hit_dsos(fd: int, head: bytes, features_at: int) -> list:
     """The user-space dsos the samples hit: the file names of the HEADER_BUILD_ID feature."""
     return [name.decode("utf-8", "replace") for misc, _, name in build_ids(fd, head, features_at)
             if misc & 7 == PERF_RECORD_MISC_USER]
-
-
-PERF_RECORD_MISC_BUILD_ID_SIZE = 1 << 15
-
-
-def build_ids(fd: int, head: bytes, features_at: int) -> list:
-    """The HEADER_BUILD_ID feature's entries, each (misc, build-id bytes, file name bytes)
-    (tools/perf/util/header.c: build_id_event records after the data section, which ends
-    at ``features_at``); [] when the header has none."""
-    bits = int.from_bytes(head[72:104], "little")
-    if not bits >> HEADER_BUILD_ID & 1:
-        return []
-    index = bin(bits & ((1 << HEADER_BUILD_ID) - 1)).count("1")
-    at, size = struct.unpack("<2Q", os.pread(fd, 16, features_at + 16 * index))
-    if size > 16 << 20:
-        return []
-    buf = os.pread(fd, size, at)
-    out = []
-    i = 0
-    while i + 36 <= len(buf):  # header (type, misc, size), pid, build id[24], file name
-        _, misc, n = struct.unpack_from("<IHH", buf, i)
-        if n < 36:
-            break
-        length = buf[i + 32] if misc & PERF_RECORD_MISC_BUILD_ID_SIZE else 20
-        out.append((misc, buf[i + 12:i + 12 + min(length, 20)],
-                    buf[i + 36:i + n].split(b"\0", 1)[0]))
-        i += n
-    return out
 
 
 def _symbols(dso: str) -> int:
