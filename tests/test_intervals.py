@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from offconv.model.errors import ParseError
-from offconv.sched.intervals import PROBE_IDLE_SWITCHES, intervals
+from offconv.sched.intervals import intervals
+from offconv.sched.probe import PROBE_IDLE_SWITCHES
 from types import SimpleNamespace
 
 from offconv.model.records import BLOCKED, EXIT, KERNEL, ONCPU, RUNQ, SWITCH, WAKE, Frame, OnCpu, Period, Sample, SchedEvent, Task, ThreadCounts

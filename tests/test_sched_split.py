@@ -2,7 +2,7 @@
 serial path gives.
 
 Two levels: the interval machine cut at many events of every recorded sched fixture (the
-first part's machine joined with an ``intervals.TailMachine`` that read the rest, as the
+first part's machine joined with an ``tail.TailMachine`` that read the rest, as the
 child does, its state pickled across) must give the same records and the same counts
 as one machine reading it all; and the CLI, with every input split (MIN_BYTES = 0) at
 chosen events, must write byte-identical folded and SVG files, warnings and errors."""
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from offconv.sched import intervals
+from offconv.sched import intervals, tail
+from offconv.sched import probe as sched_probe
 from offconv.run import parallel, sched_split
 from offconv.model.records import EXIT, SWITCH, WAKE, SchedEvent, Task
 from offconv.inputs import perf_script
@@ -58,19 +59,19 @@ class _Tail:
     def __init__(self, events, lenient=False):
         self.events = events
         self.records = []
-        machine = intervals.TailMachine("t", lenient, {}, self.records.append)
-        machine.marks = intervals.probe_marks(events[:intervals.PROBE_EVENTS])
+        machine = tail.TailMachine("t", lenient, {}, self.records.append)
+        machine.marks = sched_probe.probe_marks(events[:sched_probe.PROBE_EVENTS])
         intervals.run(machine, events)
         self.part = pickle.loads(pickle.dumps(machine.part()))
         self.joined = None
 
     def probe(self, undecided):
-        return intervals.probe_on(undecided, self.part["marks"])
+        return sched_probe.probe_on(undecided, self.part["marks"])
 
     def join(self, machine):
-        self.joined = intervals.joins(machine, self.part)
+        self.joined = tail.joins(machine, self.part)
         if self.joined:
-            intervals.join(machine, self.part)
+            tail.join(machine, self.part)
         else:
             self.records = []
             intervals.run(machine, self.events)
@@ -181,10 +182,10 @@ def test_machine_cut_at_every_event_equals_serial(name):
 
 def test_an_exit_in_the_second_part_leaves_the_thread_to_the_first():
     events = SEQUENCES["exit_then_switch"]
-    tail = _Tail(events[3:])   # from A's exit on: A was running at the cut
+    second = _Tail(events[3:])   # from A's exit on: A was running at the cut
     # (A's exit shows it running on a CPU not yet switched in the part: OP_SIGHT first)
-    ops = [op[0] for op in tail.part["ops"] if op[0] != intervals.OP_SIGHT]
-    assert ops[0] == intervals.OP_EXIT and intervals.OP_OUT in ops   # the full switch-out
+    ops = [op[0] for op in second.part["ops"] if op[0] != tail.OP_SIGHT]
+    assert ops[0] == tail.OP_EXIT and tail.OP_OUT in ops   # the full switch-out
 
 
 def test_a_thread_marked_dead_in_the_first_part_is_not_joined():
@@ -221,20 +222,20 @@ def split_at(monkeypatch):
     real_join = sched_split.Tail.join
 
     def probe(self, undecided):
-        return intervals.probe_on(undecided, self.part["marks"])
+        return sched_probe.probe_on(undecided, self.part["marks"])
 
     def join(self, machine):
         joined = []
-        real_joins = intervals.joins
+        real_joins = tail.joins
 
         def spy(m, part):
             joined.append(real_joins(m, part))
             return joined[-1]
-        monkeypatch.setattr(intervals, "joins", spy)
+        monkeypatch.setattr(tail, "joins", spy)
         try:
             real_join(self, machine)
         finally:
-            monkeypatch.setattr(intervals, "joins", real_joins)
+            monkeypatch.setattr(tail, "joins", real_joins)
         state.calls.append(bool(joined and joined[0]))
     monkeypatch.setattr(sched_split.Tail, "join", join)
     return state

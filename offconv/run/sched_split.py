@@ -2,19 +2,19 @@
 
 The off-CPU path keeps state across events (every thread's open period, each CPU's last
 switch), so the second part cannot be read alone: a forked child reads the second part
-(cut at a blank line at ``SHARE`` of the file) with an ``intervals.TailMachine``, which
+(cut at a blank line at ``SHARE`` of the file) with a ``tail.TailMachine``, which
 takes each thread over from its first switch-out in that part and sets aside, in file
 order, what only the first part's state can decide (that thread's earlier events there;
 an inferred switch-in on a CPU not yet switched in that part). It sums the periods of the
 threads it took over as the serial path's builder sums them, and sends back those sums,
 what it set aside, and its threads' and counts' states at its end. This process reads the
-first part, replays what was set aside on its own state (``intervals.join``), takes the
+first part, replays what was set aside on its own state (``tail.join``), takes the
 child's states over, and adds the child's sums to its own: the folded and SVG outputs (sums
 by stack, sorted by name) are then byte-identical to the serial path's
 (tests/test_sched_split.py: the machine cut at a dozen events of each fixture up to 3.5 MB and
 at every event of hand-built sequences; the CLI's files, warnings and errors).
 
-Where the child cannot be followed as it is (``intervals.joins``: a `perf record -p`
+Where the child cannot be followed as it is (``tail.joins``: a `perf record -p`
 recording, events going back in time across the cut, a thread the first part marked
 dead), or it failed (a parse error there: raised here with its line number), this process
 reads the second part itself, serially.
@@ -31,7 +31,7 @@ from itertools import chain, islice
 from dataclasses import replace
 from typing import Optional
 
-from offconv.sched import intervals
+from offconv.sched import intervals, probe, tail
 from offconv.model.records import OFFCPU_MODES, ONCPU
 from offconv.inputs.source import Source, numbered_blocks, until_cut
 from offconv.run import parallel
@@ -126,7 +126,7 @@ class Tail:
 
     def probe(self, undecided: tuple) -> bool:
         """Whether the input is a `perf record -p` recording, where the first part ended
-        before intervals._probe could decide: it goes on over this part's first records
+        before probe._probe could decide: it goes on over this part's first records
         (the child's marks, or this process's own parse of them if the child failed)."""
         result = self.result()
         if result is not None:
@@ -134,9 +134,9 @@ class Tail:
         else:
             # (the first part was read to its end: its line numbers are known)
             src, records = self._records(self.part1.next_lineno, {})
-            marks = intervals.probe_marks(list(islice(records, intervals.PROBE_EVENTS)))
+            marks = probe.probe_marks(list(islice(records, probe.PROBE_EVENTS)))
             src.close()
-        return intervals.probe_on(undecided, marks)
+        return probe.probe_on(undecided, marks)
 
     def join(self, machine) -> None:
         """After the first part's last event (intervals.drive): the child's part joined
@@ -145,8 +145,8 @@ class Tail:
         second_line = self.part1.next_lineno
         if result is not None:
             sums, part, stats, cut_line = parallel.shifted(result, second_line - 1)
-            if intervals.joins(machine, part):
-                intervals.join(machine, part)
+            if tail.joins(machine, part):
+                tail.join(machine, part)
                 self.sums = sums
                 parallel.merge_stats(self.parse_stats, stats)
                 self.part1.cut_line = cut_line
@@ -184,12 +184,12 @@ def _second_part(path, fmt, span, popts, agg):
         src = Source(path, span=span)
         stats: dict = {}
         events = until_cut(fmt.parse_blocks(src.blocks(), path, popts, stats), src)
-        head = list(islice(events, intervals.PROBE_EVENTS))
+        head = list(islice(events, probe.PROBE_EVENTS))
         events = chain(head, events)
         builder = _Builder(agg)   # (a split output needs no OnCpu record: see prepare)
-        machine = intervals.TailMachine(path, popts.lenient, {}, builder.feed, oncpu=False,
+        machine = tail.TailMachine(path, popts.lenient, {}, builder.feed, oncpu=False,
                                         per_thread=False)
-        machine.marks = intervals.probe_marks(head)
+        machine.marks = probe.probe_marks(head)
         del head
         intervals.run(machine, events)
         return builder.ns, machine.part(), stats, src.cut_line
