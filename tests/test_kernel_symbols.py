@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from offconv.run import pipeline
-from offconv.analysis.threads import report_data
+from offconv.analysis.summary import report_data
 from offconv.sched.causes import NO_CHAIN, UNRESOLVED, unread_stack
 from offconv.model.records import Frame, KERNEL, USER
 from offconv.model.options import Options, ParseOptions

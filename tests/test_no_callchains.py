@@ -8,7 +8,7 @@ import gzip
 from pathlib import Path
 
 from offconv.run import pipeline, reading
-from offconv.analysis.threads import report_data
+from offconv.analysis.summary import report_data
 from offconv.sched.causes import CHILD_WOKE, KTHREAD_IDLE, NO_CHAIN
 from offconv.model.options import Options
 

@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from offconv.analysis import threads as analysis
-from offconv.analysis.threads import Analysis, PackedThread, Threads, ThreadTotals
+from offconv.analysis import totals as analysis
+from offconv.analysis import lifetimes
+from offconv.analysis.lifetimes import UNWOKEN_LOCK
+from offconv.analysis.threads import Analysis
+from offconv.analysis.totals import PackedThread, Threads, ThreadTotals
 from offconv.cli import app
 from offconv.model.records import Task, ThreadCounts
 
@@ -191,7 +194,7 @@ def test_a_tid_used_again_after_its_thread_ended_unpacks_it():
     an.exited(6)                                  # a wait of it is still to be decided
     assert an.threads[6].__class__ is ThreadTotals
     tt = an.thread(Task("d", 1, 7))
-    tt.by_cause[analysis.UNWOKEN_LOCK] = 50       # a futex wait with no wakeup seen
+    tt.by_cause[UNWOKEN_LOCK] = 50       # a futex wait with no wakeup seen
     tt.cause_durations["lock?"] = array("q", [50])
     tt.timed_lock_ns, tt.woken_lock_ns = 0, 10
     an.exited(7)                                  # decided by finish(), after all inputs
@@ -222,7 +225,7 @@ def test_the_report_with_packed_threads_is_the_report_without(path, monkeypatch)
         n = len(self.last_in) + len(self.last_cause) + len(self.live_exits)
         real_purge(self, held)
         purged.append(n - len(self.last_in) - len(self.last_cause) - len(self.live_exits))
-    monkeypatch.setattr(analysis, "PURGE_EVERY", 1)
+    monkeypatch.setattr(lifetimes, "PURGE_EVERY", 1)
     monkeypatch.setattr(Analysis, "exited", exited)
     monkeypatch.setattr(Analysis, "_purge", purge)
     got = [_report(path, ["--to", "json"]), _report(path, ["--to", "report"])]

@@ -8,7 +8,7 @@ import gzip
 from pathlib import Path
 
 from offconv.run import pipeline
-from offconv.analysis.threads import report_data
+from offconv.analysis.summary import report_data
 from offconv.model.options import Options
 
 FIX = Path(__file__).parent / "fixtures" / "perf-recorder"

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from offconv.analysis.threads import Analysis, report_data
+from offconv.analysis.summary import report_data
+from offconv.analysis.threads import Analysis
 from offconv.sched.causes import classify
 from offconv.model.errors import OffconvError
 from offconv.sched.latency import latency_stats, log2_buckets, percentile

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from offconv.analysis.threads import report_data
+from offconv.analysis.summary import report_data
 from offconv.model.records import SchedEvent
 from offconv.run.offcpu import build_profile
 from offconv.model.options import AggregateOptions, ParseOptions, ReportOptions

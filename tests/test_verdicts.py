@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from offconv.run import pipeline
-from offconv.analysis.threads import report_data
+from offconv.analysis.summary import report_data
 from offconv.model.options import Options
 
 VERDICT = Path(__file__).parent / "fixtures" / "recorded" / "verdict"
@@ -195,7 +195,7 @@ def test_a_program_blocked_for_long_is_not_diluted_by_busy_ones():
     is a share of a thread's wall time): both, not 'capacity ... the blocking paths are not
     the problem'."""
     from offconv.model.options import ReportOptions
-    from offconv.analysis.verdict import decide
+    from offconv.analysis.rules import decide
     disk = _k("folio_wait_bit", "io_schedule", "schedule")
     spin = _k("asm_sysvec_apic_timer_interrupt", "schedule")
     hogs = [("hog", 10 + i, [(4000, "R", 6000, spin)] * 100) for i in range(4)]
@@ -213,7 +213,8 @@ def test_a_busy_stage_beside_a_waiting_one_is_said():
     and waited 21% for tar's data. The answer stays 'waiting' (tar's disk waits are long),
     and the CPU-bound stage is said beside it: the I/O fix saves at most gzip's 21%."""
     from offconv.model.options import ReportOptions
-    from offconv.analysis.verdict import decide, explain
+    from offconv.analysis.rules import decide
+    from offconv.analysis.verdict import explain
     disk = _k("folio_wait_bit", "io_schedule", "schedule")
     pipe = _k("anon_pipe_read", "schedule")
     tar = ("tar", 20, [(3000, "D", 1000, disk)] * 100)    # on CPU 75%, disk 25%
@@ -257,7 +258,7 @@ def test_a_program_waiting_for_cpus_is_not_diluted_by_blocked_ones():
 
 def decide_default(an):
     from offconv.model.options import ReportOptions
-    from offconv.analysis.verdict import decide
+    from offconv.analysis.rules import decide
     return decide(an, ReportOptions())
 
 
@@ -309,7 +310,7 @@ def test_a_futex_wait_with_no_wake_up_where_sched_waking_was_recorded_is_a_timeo
 
 def test_the_recorded_commands_process_tree():
     from offconv.analysis.threads import Analysis
-    from offconv.analysis.verdict import command_tree
+    from offconv.analysis.rules import command_tree
     an = Analysis()
     an.command = {10}
     an.parents = {11: 10, 12: 11, 13: 99}
@@ -395,7 +396,7 @@ def test_per_cpu_kernel_threads_are_not_the_workload(reports):
     recorder compiling its program there (the other CPU idle) said capacity on an idle
     machine (idle_beside_bpftrace). Unbound workers (kworker/u8:2) and other kernel threads
     are weighed as before."""
-    from offconv.analysis.verdict import PERCPU_KTHREAD
+    from offconv.analysis.rules import PERCPU_KTHREAD
     for comm in ("kworker/0:1", "kworker/1:0H", "kworker/0:2-events", "migration/0",
                  "ksoftirqd/1", "cpuhp/0", "rcuc/3"):
         assert PERCPU_KTHREAD.match(comm), comm
@@ -415,7 +416,7 @@ def test_a_join_is_a_wait_for_a_thread_not_a_lock(reports):
     """The main thread of an idle thread pool waited 3 s in join(): a futex wait ended by a
     worker it created, which then ended. That is waiting for the thread's life (a child
     wait), not for a lock's holder; it read "waiting, lock" (pool_join, held out)."""
-    from offconv.analysis.threads import THREAD_JOIN
+    from offconv.analysis.lifetimes import THREAD_JOIN
     name = "pool_join"
     d = reports.setdefault(name, _report(name))
     v = d["verdict"]
@@ -427,7 +428,7 @@ def test_a_join_is_a_wait_for_a_thread_not_a_lock(reports):
     # the workers' own short lock waits (the GIL at their end) are no join: their wakers
     # (each other, the main thread) did not end right after; as the workers themselves end
     # right after them, they read as woken to exit (118 us), not as a lock
-    from offconv.analysis.threads import WOKEN_TO_EXIT
+    from offconv.analysis.lifetimes import WOKEN_TO_EXIT
     w = an.threads[3229]
     assert THREAD_JOIN not in w.by_cause and ("lock", "futex") not in w.by_cause
     assert 0 < w.by_cause.get(WOKEN_TO_EXIT, 0) < 1_000_000, w.by_cause
@@ -510,7 +511,8 @@ def test_join_candidates_are_not_held_to_the_end(tmp_path, monkeypatch):
     until the end of the input (held there, 136k handoffs in 10 s kept every one, and
     their resolution removed each from a durations array: quadratic). The answer is the
     same: every handoff a lock wait, the last wait, ended as the worker ends, a join."""
-    from offconv.analysis.threads import JOIN_EXIT_NS, THREAD_JOIN, Analysis
+    from offconv.analysis.lifetimes import JOIN_EXIT_NS, THREAD_JOIN
+    from offconv.analysis.threads import Analysis
     path = tmp_path / "handoff.perf-script.txt"
     # handoffs further apart than JOIN_EXIT_NS: only the last wait can be the join
     path.write_text(_handoff_trace(3000, period_us=JOIN_EXIT_NS // 1000 + 1000))
@@ -680,7 +682,7 @@ def test_a_jvm_service_thread_idles_and_a_jvm_join_is_a_join(reports):
     glibc: a CPU-bound Java program read "GC Thread#0 spends 100% of its wall time in lock
     waits (futex): fix the lock", and a monitor's contention named the same idle GC thread
     (jvm_spin, jvm_lock, held out). A Java thread ends 2.1 ms after it wakes its joiner."""
-    from offconv.analysis.threads import JOIN_EXIT_NS, THREAD_JOIN
+    from offconv.analysis.lifetimes import JOIN_EXIT_NS, THREAD_JOIN
     from offconv.sched.causes import RUNTIME_COMM, RUNTIME_IDLE
     for comm in ("GC Thread#0", "G1 Conc#0", "G1 Main Marker", "C2 CompilerThre",
                  "VM Thread", "VM Periodic Tas", "Reference Handl", "Common-Cleaner"):
@@ -738,7 +740,7 @@ def test_a_futex_wait_its_thread_ends_right_after_is_no_lock(reports):
     JOIN_EXIT_NS before its thread ends is waiting for work. lock_spin's main thread, whose
     2 s join was woken from another CPU (a queued wake-up: no waker named), read the same;
     it is a join now: the thread it created ended as the wake-up came (_child_ended)."""
-    from offconv.analysis.threads import THREAD_JOIN, WOKEN_TO_EXIT
+    from offconv.analysis.lifetimes import THREAD_JOIN, WOKEN_TO_EXIT
     v = reports.setdefault("node_spin", _report("node_spin"))["verdict"]
     assert v["answer"] == "on-cpu", v["reason"]
     an = pipeline.load([str(VERDICT / "node_spin" / "node_spin.perf-script.txt.gz")], Options()).analysis
@@ -761,7 +763,8 @@ def test_a_join_woken_from_an_idle_cpu_is_a_join_not_a_lock():
     (futex) 97%, p99 3.9 s: fix the lock" (held out, 2026-12-05). A thread it created
     ending within JOIN_EXIT_NS of the wake-up makes the wait a join, whichever of the two
     the trace gives first; one ending 20 ms later leaves it a lock wait."""
-    from offconv.analysis.threads import THREAD_JOIN, Analysis
+    from offconv.analysis.lifetimes import THREAD_JOIN
+    from offconv.analysis.threads import Analysis
     from offconv.model.records import Frame, Period, Task
     lock = _k("futex_wait", "schedule")
     queued = _k("sched_ttwu_pending", "__flush_smp_call_function_queue")

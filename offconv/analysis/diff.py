@@ -161,7 +161,7 @@ def _pair(b, a) -> dict:
 
 
 def _side_report(profile: Profile, opts):
-    from offconv.analysis.threads import report_data
+    from offconv.analysis.summary import report_data
     if profile.analysis is None and not profile.thread_times:
         return None   # (offconv record's bpftrace sums have a report, and a verdict)
     return report_data(profile, opts)

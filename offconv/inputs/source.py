@@ -9,7 +9,7 @@ import codecs
 import os
 import re
 import sys
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from offconv.model.errors import OffconvError, ParseError
 
@@ -37,7 +37,7 @@ class Source:
         self._kallsyms = kallsyms  # a binary input's converter: perf script --kallsyms
         self.notes: list = []      # what its converter warned of (perf_data.convert)
         # a binary input's converter may leave C++/Rust names to offconv (perf script
-        # --no-demangle: parsers.demangle); ``mangled`` says whether it did
+        # --no-demangle: offconv.inputs.demangle); ``mangled`` says whether it did
         self._demangle_here = demangle_here
         self.span = span  # (start, end) bytes of a plain file: one part of a split input
         self.first_lineno = first_lineno

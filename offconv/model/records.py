@@ -348,7 +348,7 @@ class Profile:
     # thread they give each thread's wall-time shares, so the sched verdict's rules apply.
     thread_times: list = field(default_factory=list)
     # The off-CPU path's accumulation (offconv.analysis.threads.Analysis): per-thread totals,
-    # exact latencies, causes. Read by report/json/hist through offconv.analysis.threads.summarize.
+    # exact latencies, causes. Read by report/json/hist through offconv.analysis.summary.summarize.
     analysis: Optional[object] = None
     # Interval data in time order, for flame charts: [(stack, weight)], adjacent equal
     # stacks merged (set by the off-CPU path when AggregateOptions.timeline is on).
@@ -369,7 +369,7 @@ class Profile:
     # "cycles"); "" when each sample counts 1.
     event: str = ""
     # The report data, computed once per (ReportOptions, NamingOptions) by
-    # offconv.analysis.threads.report_data: ((options), data).
+    # offconv.analysis.summary.report_data: ((options), data).
     summary: Optional[tuple] = None
     # Folded names made ahead of the folded output (offconv.model.naming.FoldedNames), or None.
     folded_names: Optional[object] = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Iterator, TextIO
 
-from offconv.analysis.threads import ThreadRows, report_data
+from offconv.analysis.summary import ThreadRows, report_data
 from offconv.model.formats import OutputFormat
 
 

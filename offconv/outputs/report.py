@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional, TextIO
 
-from offconv.analysis.threads import report_data
+from offconv.analysis.summary import report_data
 from offconv.model.formats import OutputFormat
 from offconv.model.records import CLOCK_EVENTS
 from offconv.model.units import human_us, plural

@@ -123,7 +123,7 @@ class Sums:
             profile = Profile()
         want, unit, kind = self.want, self.unit, self.kind
         if self.other and self.defaulted:
-            if want.startswith("@"):   # bpftrace maps (parsers.bpftrace.records)
+            if want.startswith("@"):   # bpftrace maps (offconv.inputs.bpftrace.records)
                 profile.warnings.append(f"{path or 'input'}: several stack maps: summed {want} (the "
                                         "first), left the others out (--event-filter @NAME "
                                         "picks another)")

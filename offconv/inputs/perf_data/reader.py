@@ -23,7 +23,7 @@ def convert(path: str, demangle_here: bool = True, kallsyms: str | None = None):
     """(binary stream of perf script's output, finish()). ``finish`` waits for perf and
     raises OffconvError with perf's own first message when it failed; it returns the
     warnings to give (kernel_symbols_note). The stream's ``mangled`` is True when perf left
-    the names to offconv (``demangle_here`` and ``no_demangle``: parsers.demangle);
+    the names to offconv (``demangle_here`` and ``no_demangle``: offconv.inputs.demangle);
     ``kallsyms``: perf script --kallsyms."""
     if path == "-":
         raise OffconvError("-: perf.data on stdin is not supported: give its path")
@@ -154,7 +154,7 @@ COST_PER_BYTE = 8e-9
 
 def no_demangle(path: str) -> bool:
     """Whether perf script is to leave the names mangled (offconv demangles them:
-    parsers.demangle): c++filt is there, $OFFCONV_PERF_DEMANGLE is not set, the file's
+    offconv.inputs.demangle): c++filt is there, $OFFCONV_PERF_DEMANGLE is not set, the file's
     header lists its events with none a tracepoint (a recording of samples, which take the
     summed path that demangles; sched events go through the off-CPU path, so perf
     demangles those), and the symbols of the dsos its samples hit are enough that perf's

@@ -163,7 +163,7 @@ def _recorder_comment(line: str, stats: dict, path: str) -> None:
         target = _RECORDER_TARGET.search(line)
         if target is not None and target.group(1) != "-a":
             # filtered to a target (-p:PID, cmd:NAME, -a:comm=NAME): its partners' events
-            # are in only where the target's are (offconv.analysis.verdict.scope)
+            # are in only where the target's are (offconv.analysis.rules.scope)
             stats["recorded_filtered"] = stats.get("recorded_filtered", ()) + (path,)
     for key, value in _RECORDER_FIELD.findall(line):
         if key == "lost_chunks":
