@@ -601,7 +601,7 @@ one_line_events(PyObject *self, PyObject *args)
  *
  * The lines of ``text`` (a copy of /proc/kallsyms) that perf script needs to name every
  * kernel address of a recording whose data section is ``data``, in their order; None when
- * ``text`` holds no text symbol. Used by offconv.parsers.kallsyms_snapshot: perf spends
+ * ``text`` holds no text symbol. Used by offconv.inputs.perf_data.kallsyms: perf spends
  * 30-40 ms reading 120k symbols, of which a recording hits a few thousand.
  *
  * Every 8 bytes at every 4-byte offset of ``data`` are read as an address (samples' ips,

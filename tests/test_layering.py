@@ -19,9 +19,6 @@ LAYERS = {
     "top": 5,       # cli, launch, recorder, __main__
 }
 LEAVES = {"offconv", "offconv._speedups"}  # the package root and the C loop: import nothing
-# violations that a step of issue 39 has still to remove; must end empty
-KNOWN: set = {
-}
 
 
 def modules() -> dict:
@@ -105,8 +102,7 @@ def test_the_graph_is_read():
 
 
 def test_no_import_cycle():
-    found = [c for c in cycles(import_graph()) if tuple(c) not in KNOWN]
-    assert found == []
+    assert cycles(import_graph()) == []
 
 
 def test_no_upward_or_sideways_import():
@@ -118,7 +114,7 @@ def test_no_upward_or_sideways_import():
             up = layer(d) > layer(mod)
             sideways = (layer(d) == layer(mod) == LAYERS["run"]
                         and mod.split(".")[1] != d.split(".")[1])
-            if (up or sideways) and (mod, d) not in KNOWN:
+            if up or sideways:
                 bad.append(f"{mod} -> {d}")
     assert sorted(bad) == []
 
