@@ -16,7 +16,8 @@ LAYERS = {
     "analysis": 3,
     "run": 4,
     "outputs": 4,   # a peer of run: neither imports the other
-    "top": 5,       # cli, launch, recorder, __main__
+    "cli": 5,       # the command line package (the only importer of click)
+    "top": 5,       # launch, recorder, __main__
 }
 LEAVES = {"offconv", "offconv._speedups"}  # the package root and the C loop: import nothing
 
@@ -159,4 +160,25 @@ def test_analysis_modules_import_only_those_before_them():
         for d in graph[f"offconv.analysis.{name}"]:
             if d.startswith("offconv.analysis.") and ANALYSIS_ORDER.index(d.rsplit(".", 1)[1]) >= i:
                 bad.append(f"{name} -> {d}")
+    assert bad == []
+
+
+def test_no_command_branches_on_a_format_name():
+    """What an output needs and how it meets an input without stacks are the registry's
+    attributes (OutputFormat.analysis, by_name, ahead, empty...): no module above the
+    formats compares a format's ``name`` with a format's name."""
+    from offconv.model import registry
+    names = set(registry.output_names()) | set(registry.input_names())
+    bad = []
+    for mod, (path, _) in modules().items():
+        if layer(mod) < LAYERS["run"]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            named = any(isinstance(s, ast.Attribute) and s.attr == "name" for s in sides)
+            consts = {c.value for s in sides for c in ast.walk(s) if isinstance(c, ast.Constant)}
+            if named and consts & names:
+                bad.append(f"{mod}:{node.lineno}")
     assert bad == []

@@ -43,7 +43,9 @@ class OutputFormat:
     """An output format: ``render(profile, out, opts)`` writes to a text stream, or to a
     binary one when ``binary``. ``suffixes`` select it from ``-o`` (lower case, longest
     wins). ``state_split`` is its default for the state-split frames (DESIGN.md);
-    ``timeline`` asks the off-CPU path to keep periods in time order."""
+    ``timeline`` asks the off-CPU path to keep periods in time order. The rest tells the
+    command line what the output reads and how it meets an input without stacks, so that
+    no command branches on a format's name."""
 
     name: str                      # --to name
     suffixes: tuple
@@ -51,5 +53,13 @@ class OutputFormat:
     description: str = ""
     binary: bool = False
     state_split: bool = False
-    report: bool = False           # a report of the analysis (not a stack output)
     timeline: bool = False         # needs Profile.sequence/periods (AggregateOptions.timeline)
+    analysis: bool = False         # reads the per-thread analysis (report, JSON, histograms),
+    #                                not the stacks alone: nothing to draw is no error
+    by_name: bool = False          # prints a thread by its name alone (without --pid/--tid):
+    #                                the off-CPU path may sum stacks by name (AggregateOptions.by_name)
+    ahead: tuple = ()              # AggregateOptions flags it turns on (folded, svg: stacks named ahead)
+    empty: str = "nothing to export"   # what an output of no stacks would be
+    empty_ok: bool = False         # no stacks: a warning and an empty output, not exit 2
+    own_warnings: bool = False     # on stdout it shows the input's warnings itself
+    text_suffixes: bool = False    # its suffixes are a text file's (.txt): report -o may use them

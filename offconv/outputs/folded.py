@@ -59,5 +59,6 @@ def render(profile: Profile, out: TextIO, opts=None) -> None:
         out.writelines(f"{s} {format_count(after[s])}\n" for s in sorted(after) if after[s])
 
 
-FORMAT = OutputFormat(name="folded", suffixes=(".folded", ".collapsed", ".txt"), render=render,
+FORMAT = OutputFormat(name="folded", suffixes=(".folded", ".collapsed", ".txt"), render=render, by_name=True, ahead=("folded",),
+                      empty="nothing to fold", empty_ok=True, text_suffixes=True,
                       description="folded stacks, for flamegraph.pl, inferno, speedscope")

@@ -68,5 +68,5 @@ def render(profile, out: TextIO, opts=None) -> None:
         render_histogram(h, out)
 
 
-FORMAT = OutputFormat(name="hist", suffixes=(".hist",), render=render,
+FORMAT = OutputFormat(name="hist", suffixes=(".hist",), render=render, analysis=True, by_name=True,
                       description="bpftrace-style log2 histograms of blocked and run-queue latency")

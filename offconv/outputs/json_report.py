@@ -47,5 +47,5 @@ class _Rows(list):
         return len(self.rows)
 
 
-FORMAT = OutputFormat(name="json", suffixes=(), render=render, report=True,
+FORMAT = OutputFormat(name="json", suffixes=(), render=render, analysis=True, by_name=True,
                       description="the report as JSON (offconv report --json)")

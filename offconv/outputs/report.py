@@ -280,5 +280,6 @@ def _stack_rows(d: dict, out: TextIO, value) -> None:
         _table([[value(s), _short(s["stack"])] for s in d["top_stacks"]], out)
 
 
-FORMAT = OutputFormat(name="report", suffixes=(), render=render, report=True,
+FORMAT = OutputFormat(name="report", suffixes=(), render=render, analysis=True, by_name=True,
+                      own_warnings=True,
                       description="text report: verdict, per-thread table, causes, top stacks")

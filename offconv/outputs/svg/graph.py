@@ -112,4 +112,5 @@ def _known(profile: Profile, naming: NamingOptions):
 
 
 FORMAT = OutputFormat(name="svg", suffixes=(".svg",), render=render, state_split=True,
+                      by_name=True, ahead=("svg",), empty="nothing to draw",
                       description="interactive SVG flame graph (flamegraph.pl-compatible)")

@@ -1,30 +1,24 @@
-"""The command line: the only module that imports click.
+"""The command line (the only package that imports click): the commands, their options
+(``options``) and where their output goes (``output``).
 
 ``offconv INPUT... [-o OUT]`` is the default command (a group that routes an unknown first
 argument to ``convert``); ``report``, ``diff`` and ``record`` are subcommands."""
 from __future__ import annotations
 
-import errno
-import io
 import os
 import signal
-import stat
 import sys
-import tempfile
-from contextlib import contextmanager
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Optional
 
 import click
 
 from offconv.model import registry as formats, gcpause
 from offconv.model.errors import EXIT_INTERNAL, OffconvError
-from offconv.model.options import FAIL_ON_CHOICES, KINDS, MODES, UNITS, AggregateOptions, FlameOptions, NamingOptions, Options, ParseOptions, ReportOptions
-from offconv.outputs.svg.palette import BGCOLORS, PALETTES
+from offconv.model.options import FAIL_ON_CHOICES, Options, ReportOptions
+from offconv.cli.options import _R, build_options, flame_options, input_options
+from offconv.cli.output import check_output, choose_output, write_output, writing_stdout
 
-_A = AggregateOptions()
-_F = FlameOptions()
-_R = ReportOptions()
 
 class DefaultGroup(click.Group):
     """A group whose unknown first argument means the default command, ``convert``."""
@@ -87,280 +81,6 @@ class DefaultGroup(click.Group):
                               "       offconv COMMAND [ARGS]...")
 
 
-def _int_list(ctx, param, values) -> frozenset:
-    out = set()
-    for v in values or ():
-        for part in v.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if not part.lstrip("-").isdigit():
-                raise click.BadParameter(f"expected a number or comma-separated numbers, got '{part}'")
-            out.add(int(part))
-    return frozenset(out)
-
-
-def _states(ctx, param, value) -> Optional[frozenset]:
-    """offcputime's bitmask (0 = preempted/R, 2 = D, ...) or letters ('D', 'SD', 'S,D')."""
-    if value is None:
-        return None
-    from offconv.run.offcpu import parse_state
-    try:
-        return parse_state(value)
-    except OffconvError as e:
-        raise click.BadParameter(e.message.removeprefix("--state: ")) from None
-
-
-def input_options(f):
-    """Options shared by the default command and ``report``: parsing, naming, filters."""
-    opts = [
-        click.argument("inputs", nargs=-1, required=True, metavar="INPUT..."),
-        click.option("--from", "from_format", default="auto", show_default=True,
-                     type=click.Choice(["auto"] + formats.input_names()),
-                     help="Input format (default: detected from the content)."),
-        click.option("--mode", default=_A.mode, show_default=True, type=click.Choice(MODES),
-                     help="offcpu = blocked + run-queue (bcc offcputime); blocked; runq; "
-                          "oncpu (samples, like stackcollapse-perf.pl); wakeup (offwaketime). "
-                          "auto: offcpu when the input has sched_switch events."),
-        click.option("--pid", "name_pid", is_flag=True, help="Root frame comm-PID (stackcollapse-perf.pl)."),
-        click.option("--tid", "name_tid", is_flag=True, help="Root frame comm-PID/TID."),
-        click.option("--kernel", is_flag=True, help="Annotate kernel frames with _[k]."),
-        click.option("--jit", is_flag=True, help="Annotate JIT frames with _[j]."),
-        click.option("--all", "all_", is_flag=True, help="--kernel and --jit."),
-        click.option("--addrs", is_flag=True, help="Unknown frames as [dso <addr>]."),
-        click.option("--event-filter", metavar="EVENT",
-                     help="Only events of this type (default: the first type seen); of "
-                          "bpftrace output, the stack map @NAME (default: the first)."),
-        click.option("-p", "--filter-pid", "filter_pids", multiple=True, callback=_int_list,
-                     metavar="PID[,PID]", help="Only these processes (repeatable)."),
-        click.option("--filter-tid", "filter_tids", multiple=True, callback=_int_list,
-                     metavar="TID[,TID]", help="Only these threads (repeatable)."),
-        click.option("--comm", metavar="REGEX",
-                     help="Only threads whose name matches (searched): the name each thread "
-                          "ends the trace with, so its fork->exec period under the parent's "
-                          "name is kept."),
-        click.option("-m", "--min-block-time", "min_block_us", type=click.IntRange(min=0),
-                     metavar="US", help="Ignore off-CPU intervals shorter than US µs."),
-        click.option("-M", "--max-block-time", "max_block_us", type=click.IntRange(min=0),
-                     metavar="US", help="Ignore off-CPU intervals longer than US µs."),
-        click.option("--state", "states", callback=_states, metavar="MASK|LETTERS",
-                     help="Only switch-outs in these states: offcputime's bitmask of the task "
-                          "state, decimal or hex, any value (0 = preempted; 2 = D and I, as "
-                          "prev->__state & 2; 0x402 = I), or letters, exactly those (D, S,D, I)."),
-        click.option("-U", "--user-stacks-only", is_flag=True, help="User frames only."),
-        click.option("-K", "--kernel-stacks-only", is_flag=True, help="Kernel frames only."),
-        click.option("-d", "--delimited", is_flag=True, help="A '-' frame between user and kernel frames."),
-        click.option("--include-idle", is_flag=True, help="Keep pid 0 (swapper/idle)."),
-        click.option("--include-open", is_flag=True, help="Clip intervals still open at the end of the trace."),
-        click.option("--state-split/--no-state-split", default=None,
-                     help="A frame naming the kind ([run queue], [blocked D], ...) below the thread "
-                          "name (default: on for svg/speedscope, off for folded)."),
-        click.option("--lenient", is_flag=True, help="Skip and count malformed lines instead of failing."),
-        click.option("--unit", type=click.Choice(UNITS),
-                     help="What folded / stack-map weights are in (default: us for bcc's "
-                          "offcputime/offwaketime -f, else samples; a map name like @us says it)."),
-        click.option("--kind", type=click.Choice(KINDS),
-                     help="What histograms measure (default: from the name: runq/rq -> run "
-                          "queue, block/off/sleep -> blocked)."),
-        click.option("--demangle", is_flag=True,
-                     help="Demangle legacy Rust symbols left mangled by older perf "
-                          "(off: byte-identical to stackcollapse-perf.pl)."),
-        click.option("--kallsyms", metavar="FILE",
-                     type=click.Path(exists=True, dir_okay=False),
-                     help="perf.data input: kernel symbols from FILE, the recording machine's "
-                          "/proc/kallsyms saved while it ran the recorded kernel (perf script "
-                          "--kallsyms; without it, a recording of another kernel build has "
-                          "[unknown] kernel frames)."),
-    ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
-
-
-def flame_options(f):
-    """flamegraph.pl's options, same names and defaults."""
-    opts = [
-        click.option("--title", help="Title (default: by mode)."),
-        click.option("--subtitle", default=_F.subtitle, help="Second title line."),
-        click.option("--width", default=_F.width, show_default=True, type=click.IntRange(min=10)),
-        click.option("--height", default=_F.height, show_default=True, type=click.IntRange(min=1),
-                     help="Frame height (px)."),
-        click.option("--minwidth", default=_F.minwidth, show_default=True,
-                     help="Omit frames narrower than this many pixels, or N% of the total."),
-        click.option("--fonttype", default=_F.fonttype, show_default=True),
-        click.option("--fontsize", default=_F.fontsize, show_default=True, type=float),
-        click.option("--fontwidth", default=_F.fontwidth, show_default=True, type=float),
-        click.option("--countname", help="Unit label (default: us off-CPU, samples on-CPU)."),
-        click.option("--nametype", default=_F.nametype, show_default=True),
-        click.option("--colors", "--color", "colors",
-                     help=f"Palette: {' '.join(PALETTES)} (default: io off-CPU, hot on-CPU)."),
-        click.option("--bgcolors", help=f"Background: {' '.join(BGCOLORS)} or #rrggbb."),
-        click.option("--hash", "hash_", is_flag=True, help="Colour by name hash (stable)."),
-        click.option("--reverse", is_flag=True, help="Reverse stacks (merge at the leaf end)."),
-        click.option("--inverted", is_flag=True, help="Icicle graph."),
-        click.option("--flamechart", is_flag=True,
-                     help="Keep time order (do not sort); off-CPU periods by start time."),
-        click.option("--negate", is_flag=True, help="Swap red/blue in differentials."),
-        click.option("--notes", default=_F.notes, help="Notes embedded in the SVG."),
-        click.option("--factor", default=_F.factor, type=float, help="Scale displayed counts."),
-        click.option("--total", type=float, help="Override the total."),
-    ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
-
-
-def build_options(kw: dict) -> Options:
-    unit = kw.get("unit")
-    if unit is None and kw.get("countname") in ("us", "ms", "ns"):
-        unit = kw["countname"]  # flamegraph.pl's --countname names the unit of folded input
-    parse = ParseOptions(addrs=kw["addrs"], event_filter=kw["event_filter"], lenient=kw["lenient"],
-                         unit=unit, kind=kw.get("kind"), demangle=bool(kw.get("demangle")),
-                         kallsyms=kw.get("kallsyms"))
-    naming = NamingOptions(pid=kw["name_pid"], tid=kw["name_tid"],
-                           kernel=kw["kernel"] or kw["all_"], jit=kw["jit"] or kw["all_"])
-    agg = AggregateOptions(
-        mode=kw["mode"], filter_pids=kw["filter_pids"], filter_tids=kw["filter_tids"], comm=kw["comm"],
-        min_block_us=kw["min_block_us"], max_block_us=kw["max_block_us"], states=kw["states"],
-        user_stacks_only=kw["user_stacks_only"], kernel_stacks_only=kw["kernel_stacks_only"],
-        delimited=kw["delimited"], include_idle=kw["include_idle"],
-        include_open=kw["include_open"], state_split=kw["state_split"],
-        timeline=bool(kw.get("flamechart")))
-    if agg.user_stacks_only and agg.kernel_stacks_only:
-        raise click.UsageError("-U/--user-stacks-only and -K/--kernel-stacks-only exclude each other")
-    if agg.comm is not None:
-        import re
-        try:
-            re.compile(agg.comm)
-        except re.error as e:
-            raise click.BadParameter(f"not a regular expression: {e}", param_hint="--comm")
-    flame = FlameOptions(**{f.name: kw[_FLAME_KW.get(f.name, f.name)] for f in fields(FlameOptions)
-                            if _FLAME_KW.get(f.name, f.name) in kw})
-    return Options(parse=parse, naming=naming, aggregate=agg, flame=flame, report=ReportOptions())
-
-
-_FLAME_KW = {"hash": "hash_"}
-
-
-def choose_output(out: Optional[str], to: Optional[str]):
-    if to:
-        return formats.output_format(to)
-    if out in (None, "-"):
-        return formats.output_format("folded")
-    fmt = formats.output_for_path(out)
-    if fmt is None:
-        names = ", ".join(f.name for f in formats.output_formats())
-        raise OffconvError(f"{out}: cannot tell the output format from the file name: give --to ({names})")
-    return fmt
-
-
-def _open_mode(fmt) -> dict:
-    return {"mode": "wb"} if fmt.binary else {"mode": "w", "encoding": "utf-8", "newline": "\n"}
-
-
-def write_output(fmt, profile, opts: Options, out: Optional[str]) -> None:
-    """Render to stdout, or to a temp file beside OUT that replaces OUT only when complete.
-    Binary formats (``OutputFormat.binary``) get a binary stream."""
-    if out in (None, "-"):
-        with writing_stdout():
-            stream = sys.stdout.buffer if fmt.binary else sys.stdout
-            fmt.render(profile, stream, opts)
-            stream.flush()
-        return
-    if os.path.isdir(out):
-        raise OffconvError(f"{out}: cannot write: {os.strerror(errno.EISDIR)}")
-    if os.path.exists(out) and not os.path.isfile(out):  # /dev/null, a FIFO: no rename
-        try:
-            with open(out, **_open_mode(fmt)) as f:
-                fmt.render(profile, f, opts)
-        except OSError as e:  # cannot open it, or a write failed (/dev/full: ENOSPC)
-            raise OffconvError(f"{out}: cannot write: {e.strerror or e}") from None
-        return
-    directory = os.path.dirname(os.path.abspath(out))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=directory)
-    except OSError as e:
-        raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, **_open_mode(fmt)) as f:
-            fmt.render(profile, f, opts)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError) and e.strerror:
-            raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
-        raise
-
-
-def _file_id(path: str):
-    """(device, inode) of PATH (``-``: of standard input) when it is a regular file, else None
-    (missing; /dev/null, a pipe or a FIFO hold nothing to lose)."""
-    try:
-        st = os.fstat(sys.stdin.fileno()) if path == "-" else os.stat(path)
-    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
-
-
-def refuse_input_as_output(out: str, inputs) -> None:
-    """An output never replaces an input: OUT naming the same file as one of INPUTS is
-    ``offconv: OUT: is also an input (INPUT): write the output elsewhere``, exit 2."""
-    target = _file_id(out)
-    if target is None:
-        return  # OUT does not exist yet: it cannot be an input
-    for path in inputs:
-        if _file_id(path) == target:
-            shown = "standard input" if path == "-" else path
-            raise OffconvError(f"{out}: is also an input ({shown}): write the output elsewhere")
-
-
-STDOUT_NAME = "<stdout>"   # how an error names standard output (as Python names it)
-
-
-@contextmanager
-def writing_stdout():
-    """Writes to stdout inside: a write that fails (a full disk: ENOSPC) is the one-line
-    error ``offconv: <stdout>: cannot write: <strerror>`` (exit 2), not an internal error;
-    what stdout still buffers is dropped (fd 1 is pointed at /dev/null), so the flush at
-    exit does not fail again."""
-    try:
-        yield
-    except OSError as e:
-        if not e.strerror:
-            raise
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-            pass   # no file descriptor (a test's captured stdout): nothing buffered below
-        raise OffconvError(f"{STDOUT_NAME}: cannot write: {e.strerror}") from None
-
-
-def check_output(out: Optional[str], inputs=()) -> None:
-    """Fail before reading the input when OUT cannot be written (a missing folder, a
-    directory, no permission): ``offconv: OUT: cannot write: <strerror>``, exit 2; or when
-    OUT is one of INPUTS (the same file by device and inode: the same path, a symlink, a
-    hard link; ``-`` is standard input): ``offconv: OUT: is also an input (...)``, exit 2."""
-    if out in (None, "-"):
-        return
-    refuse_input_as_output(out, inputs)
-    if os.path.isdir(out):
-        raise OffconvError(f"{out}: cannot write: {os.strerror(errno.EISDIR)}")
-    if os.path.exists(out) and not os.path.isfile(out):
-        return  # /dev/null, a FIFO: opened when written
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".offconv-", dir=os.path.dirname(os.path.abspath(out)))
-    except OSError as e:
-        raise OffconvError(f"{out}: cannot write: {e.strerror}") from None
-    os.close(fd)
-    os.unlink(tmp)
-
-
 def _warn(profile) -> None:
     for w in profile.warnings:
         click.echo(f"offconv: {w}", err=True)
@@ -404,28 +124,26 @@ def convert(inputs, out, to, **kw):
     check_output(out, inputs)
     if fmt.timeline:
         opts = replace(opts, aggregate=replace(opts.aggregate, timeline=True))
-    if not (fmt.report or fmt.name == "hist"):   # a stack output: no per-thread analysis
+    if not fmt.analysis:   # a stack output: no per-thread analysis
         opts = replace(opts, aggregate=replace(opts.aggregate, analyse=False,
-                                               folded=fmt.name == "folded",
-                                               svg=fmt.name == "svg"))
-    if fmt.name in ("folded", "svg", "hist") or fmt.report:
+                                               **{flag: True for flag in fmt.ahead}))
+    if fmt.by_name:
         opts = _by_name(opts)
     profile = pipeline.load(inputs, opts, kw["from_format"], state_split_default=fmt.state_split)
     profile.sources = tuple(inputs)
-    if not (fmt.name == "report" and out in (None, "-")):  # the text report shows them itself
+    if not (fmt.own_warnings and out in (None, "-")):
         _warn(profile)
     named = getattr(profile.folded_names, "named", None)  # a split's part summed by name
-    if not profile.samples and not named and not fmt.report and fmt.name != "hist":
+    if not profile.samples and not named and not fmt.analysis:
         # (the off-CPU path makes its own, empty, latency histograms: not input ones)
         if profile.histograms and profile.analysis is None:
             raise OffconvError(f"{', '.join(inputs)}: only histograms, no stacks: {fmt.name} "
                                "needs stacks; use --to hist, or offconv report")
         why = _why_no_stacks(profile, opts)
-        if fmt.name == "folded":
-            click.echo(f"offconv: warning: {', '.join(inputs)}: nothing to fold: {why}", err=True)
+        if fmt.empty_ok:
+            click.echo(f"offconv: warning: {', '.join(inputs)}: {fmt.empty}: {why}", err=True)
         else:   # an SVG, speedscope or pprof of nothing is no answer: exit 2, saying why
-            what = "nothing to draw" if fmt.name == "svg" else "nothing to export"
-            raise OffconvError(f"{', '.join(inputs)}: {what}: {why}")
+            raise OffconvError(f"{', '.join(inputs)}: {fmt.empty}: {why}")
     write_output(fmt, profile, opts, out)
 
 
@@ -520,7 +238,7 @@ def _report_suffix(out: Optional[str]) -> Optional[str]:
         fmt = formats.output_for_path(out)
     except OffconvError:  # a planned output (pprof, ...): not a report either
         raise OffconvError(what) from None
-    if fmt is not None and fmt.name != "folded":
+    if fmt is not None and not fmt.text_suffixes:
         raise OffconvError(f"{what}; for {fmt.name} output: offconv INPUT... -o {out}")
     return None
 
