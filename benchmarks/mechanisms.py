@@ -56,7 +56,7 @@ def shapes(only: set) -> list:
         p = perf_data()
         if p is not None:
             out.append(("perfdata", "perf.data (20 s, -F 999 -g -a) -> SVG",
-                        [str(p), "--mode", "oncpu", "-o", "/dev/null"], [p]))
+                        [str(p), "--mode", "oncpu", "--to", "svg", "-o", "/dev/null"], [p]))
     return out
 
 

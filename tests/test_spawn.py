@@ -146,8 +146,8 @@ def test_a_dropped_child_is_no_zombie():
     assert state(pid) is None
     p = spawn.Process([spawn.which("sh"), "-c", "sleep 0.2"])
     pid = p.pid
-    del p   # still running: noted
-    assert state(pid) in ("S", "R")
+    del p   # still running: noted (S, R, or D while it execs on a loaded machine)
+    assert state(pid) not in (None, "Z")
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     spawn.Process([spawn.which("true")]).wait()   # the next child reaps it
     assert state(pid) is None
