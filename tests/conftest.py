@@ -98,3 +98,24 @@ def shared_tool(name: str) -> Path:
         if p.exists():
             return p
     return repo.parent / "shared" / "tools" / name
+
+
+# The modules of the suite that drive real tools (perf record, bpftrace, Chromium, go tool
+# pprof) or sweep every recorded fixture through several paths: each takes more than 4 s
+# of a whole run (pytest --durations=0, 2026-12-07: 21 modules, 650 of its 720 s). The
+# quick loop for contributors, `python -m pytest -q -m "not slow"`, leaves them out; the
+# README's test command and CI run everything.
+SLOW_MODULES = {
+    "test_bpftrace_record_verdicts", "test_demangle", "test_diff", "test_follow",
+    "test_grammars", "test_heldout_inputs", "test_kallsyms_part", "test_kallsyms_snapshot",
+    "test_kernel_symbols", "test_packed_threads", "test_parallel", "test_parse_paths",
+    "test_perf_fields", "test_record", "test_sample_report", "test_sched_split",
+    "test_speedscope", "test_speedups_same_bytes", "test_sum_blocks", "test_svg_browser",
+    "test_verdicts",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__ in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

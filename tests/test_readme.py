@@ -30,3 +30,11 @@ def test_sample_of_main_command_ships():
     main_cmd = setup_commands()[0]
     sample = re.search(r"(tests/fixtures/\S+)", main_cmd).group(1)
     assert (ROOT / sample).exists()
+
+
+def test_the_slow_modules_exist():
+    """tests/conftest.py's SLOW_MODULES names test modules that exist (a renamed one would
+    silently join the quick loop)."""
+    from conftest import SLOW_MODULES
+    here = {p.stem for p in (ROOT / "tests").glob("test_*.py")}
+    assert SLOW_MODULES <= here
