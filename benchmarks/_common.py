@@ -114,8 +114,7 @@ def offconv_cmd(*args: str) -> list[str]:
     checkout installed again on each benchmark run), so that Python's start is what a
     user's is. An interpreter with an editable install imports that install's finder at
     every start, and this sandbox's adds a .pth that imports certifi: 17 ms of `site`
-    against 2 ms in a venv, charged to every measurement (benchmarks/README.md, twentieth
-    round). Where the venv cannot be made (no network for click and lark), the checkout
+    against 2 ms in a venv, charged to every measurement. Where the venv cannot be made (no network for click and lark), the checkout
     runs with this interpreter, byte-compiled first as `pip install .` would leave it
     (PYTHONDONTWRITEBYTECODE=1, set in this sandbox and common in containers, would have
     every run compile every module again: 0.1 s) -- ``offconv_how()`` says which."""
@@ -283,8 +282,7 @@ def build_sched_file(size: str = "100M", seconds: int = 14) -> Path | None:
     sort -n`` loops, grown to ``size`` with --shift-pids. Thousands of short-lived
     processes: twice the events per byte of sched.txt.xz, and most headers and callchains
     new (a cache of header text without its timestamp would hit 30% of its events, 91% of
-    sched.txt's). Held out in the tenth round, then made a row. None without gcc, make,
-    perf and root."""
+    sched.txt's). None without gcc, make, perf and root."""
     d = CACHE / "build-sched"
     txt = d / "build-sched.txt"
     if not txt.exists():
@@ -387,8 +385,7 @@ def javac_data(seconds: int = 20) -> Path | None:
     """A perf.data of javac compiling java_file's 1,500-method Work.java in a loop (the
     JIT with a perf map, the interpreter, the C1/C2 compiler threads) plus a gcc -O2 loop,
     ``perf record -F 999 -g -a`` for ``seconds``: 30k distinct stacks of about 23 frames,
-    where the SVG, not the parse, is the tail after perf. Recorded once (held out in the
-    seventh round, then made a row). None without java, javac, gcc, perf and root."""
+    where the SVG, not the parse, is the tail after perf. Recorded once. None without java, javac, gcc, perf and root."""
     d = CACHE / "javac"
     data = d / "javac.data"
     if data.exists():
@@ -462,7 +459,7 @@ def small_data(seconds: int = 15) -> Path | None:
     files compiled two at a time with gcc -O1 (many short processes) and sort of a 20 MB
     file, ``perf record -F 999 -g -a`` for ``seconds``. perf script takes about 0.45 s of
     it, so offconv's fixed costs (Python's start before perf's, the SVG after perf's end)
-    weigh most here (held out in the eighth round, then made a row). Recorded once; None
+    weigh most here. Recorded once; None
     without gcc, sort, perf and root."""
     d = CACHE / "small"
     data = d / "small.data"

@@ -303,7 +303,7 @@ def main() -> int:
             r = measure(1, offconv_cmd("report", str(path), "--json", "-o", "/dev/null"), None, [path])
             rows.append((f"peak RSS of `report --json` on {size}B of sched events", r, "—", "< 100 MiB", "rss"))
         # the parallel build's shape: thousands of short-lived processes (every copy new
-        # ones): the analysis keeps each thread's totals and stacks (eleventh round: not met)
+        # ones): the analysis keeps each thread's totals and stacks
         for size in sizes:
             path = build_sched_file(size)
             if path is None:
@@ -311,7 +311,7 @@ def main() -> int:
             r = measure(1, offconv_cmd("report", str(path), "--json", "-o", "/dev/null"), None, [path])
             rows.append((f"peak RSS of `report --json` on {size}B of sched events of a parallel "
                          "build", r, "—", "< 100 MiB", "rss"))
-            # the main job on the same shape: folded and SVG sum by thread name (twelfth round)
+            # the main job on the same shape: folded and SVG sum by thread name
             for to in ("folded", "svg"):
                 r = measure(1, offconv_cmd(str(path), "--to", to, "-o", "/dev/null"), None, [path])
                 rows.append((f"peak RSS of off-CPU {to} on {size}B of sched events of a parallel build",

@@ -21,7 +21,6 @@ import pytest
 
 from offconv.model import naming
 from offconv.run import follow, parallel, pipeline
-from offconv.run import perf_data as perf_data_read
 from offconv.inputs.perf_data import reader as perf_data
 from test_parallel import run as convert  # (exit code, output, bytes written) with OFFCONV_JOBS
 
@@ -470,24 +469,13 @@ def test_two_perf_data_inputs_to_an_svg_draw_the_same(perf_plays, tmp_path):
 @pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.name)
 @pytest.mark.parametrize("args", [(), ("--tid", "--kernel", "--jit"), ("--colors", "java")],
                          ids=["plain", "annotated", "java-colors"])
-def test_svg_names_made_while_perf_prints_draw_the_same(text, args, perf_plays, monkeypatch):
-    """To an SVG, the stacks summed so far are named while the parser waits for perf
-    script's output (Follow.idle): the drawing then names only the last ones. The SVG is
-    the one drawn without names made ahead, byte for byte, serially and split."""
+def test_svg_names_made_by_the_split_draw_the_same(text, args, perf_plays, monkeypatch):
+    """To an SVG, the second process sends its part's display names, and this one names its
+    own stacks while it waits: the SVG is the serial one, byte for byte."""
     run, cuts = perf_plays
-    real_ahead = perf_data_read.names_while_perf_prints
-    monkeypatch.setattr(perf_data_read, "names_while_perf_prints", lambda *a: None)
     plain = run(text, "1", "--to", "svg", *args)
     assert plain[0] == 0 and plain[2], plain[1]
-    monkeypatch.setattr(perf_data_read, "names_while_perf_prints", real_ahead)
-    used = names_used(monkeypatch)
-    for jobs in ("1", "2"):
-        used.clear()
-        assert run(text, jobs, "--to", "svg", *args) == plain
-        if jobs == "1" and text.read_bytes().count(b"\n") > 300:
-            # FakePerf prints its second part after 50 polls: the first part's stacks were
-            # named meanwhile (a small text is read whole before a stack is summed)
-            assert used and used[0] > 0, used
+    assert run(text, "2", "--to", "svg", *args) == plain
 
 
 @pytest.mark.skipif(shutil.which("perf") is None or os.geteuid() != 0,

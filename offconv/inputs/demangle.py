@@ -2,7 +2,7 @@
 
 perf script demangles every symbol of every C++ or Rust dso it loads, when it loads it:
 node's 110k symbols, libLLVM's, cc1plus's, although a recording's callchains name a few
-thousand of them (what that costs of a conversion: benchmarks/README.md, "Fifth round").
+thousand of them (what offconv's way gains: the table of mechanisms in docs/architecture.md).
 So a perf.data of samples (no tracepoints: offconv.inputs.perf_data.reader decides) is
 converted with ``perf script --no-demangle``: the parser keeps the mangled names it meets
 and notes each frame it makes from one (offconv.inputs.mangled.note, into

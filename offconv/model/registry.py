@@ -5,7 +5,7 @@ with its ``FORMAT = InputFormat(...)`` / ``OutputFormat(...)`` plus one line her
 The lines here name each format's module, and what the command line needs before any
 module is loaded (names, suffixes, a binary format's magic); a module is imported when its
 format is chosen or asked to sniff. A collapse then loads one parser and one renderer, not
-all thirteen (about 25 ms of a run's start). tests/test_formats_registry.py checks each line
+all thirteen. tests/test_formats_registry.py checks each line
 against its module's FORMAT."""
 from __future__ import annotations
 

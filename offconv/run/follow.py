@@ -160,10 +160,9 @@ def follow_split(src: Source, fmt, opts, first, sums=None,
             return None
     except OSError:
         return None
-    # Without call chains, an event is one line that the parser reads at 115 MB/s (the
-    # benchmark's no-call-chain row), three to four times as fast as perf prints it (3.4
-    # MB in 0.09 s of perf's per-sample work): nothing is left to split when perf ends,
-    # and the child's fork cost the no-call-chain perf.data row 5 ms of 0.18 s (11 runs)
+    # Without call chains, an event is one line that the parser reads several times as fast
+    # as perf prints it: nothing is left to split when perf ends, and a child's fork would
+    # only cost time
     from offconv.inputs.perf_data.reader import without_callchains
     if without_callchains(src.path):
         return None
@@ -195,13 +194,3 @@ def names_ahead(naming) -> StackNames:
     SVG's own labeller (it takes them over)."""
     from offconv.model.labels import Labels
     return StackNames(naming, Labels(naming))
-
-
-def name_step(names: StackNames, counts: dict) -> bool:
-    """Name up to NAME_STEP more of the stacks of ``counts`` (in its order: the first
-    ones not named yet); whether there were any."""
-    k = len(names)
-    if len(counts) <= k:
-        return False
-    names.add(list(islice(counts, k, k + NAME_STEP)))
-    return True

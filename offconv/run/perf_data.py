@@ -1,5 +1,5 @@
 """Reader: a perf.data input (converted by perf script as it is read: inputs.perf_data).
-It is read like any perf script text (serial.summed), with three things of its own around
+It is read like any perf script text (serial.summed), with two things of its own around
 the sum, each of which can be switched off:
 
 - names left mangled by perf (``perf script --no-demangle``, the converter's choice:
@@ -7,12 +7,9 @@ the sum, each of which can be switched off:
   after the sum; where offconv cannot be sure to print what perf would
   (``demangle.Retry``), the file is converted again with perf's own demangling;
 - what is still unread when perf ends is split over two processes (run.follow;
-  OFFCONV_JOBS=1 switches it off);
-- to an SVG, the stacks summed so far are named while the parser waits for perf's output
-  (inputs.perf_data's ``Follow.idle``; OFFCONV_NAMES_AHEAD=0 switches it off)."""
+  OFFCONV_JOBS=1 switches it off)."""
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from typing import Optional
 
@@ -42,19 +39,13 @@ def read(inp: Input) -> Optional[Read]:
     return done
 
 
-def names_ahead_enabled() -> bool:
-    return os.environ.get("OFFCONV_NAMES_AHEAD", "1") != "0"
-
-
 class Part:
     """serial.summed's hooks for a perf.data input: see the module's docstring."""
 
     def __init__(self, inp: Input):
         self.inp = inp
         self.src = inp.src
-        self.follow = getattr(inp.src, "_stream", None)
         self.split = None
-        self.ahead = None
         self._names = None
 
     def check(self, route: Optional[str]) -> None:
@@ -70,47 +61,26 @@ class Part:
 
     def start(self, first_record, sums) -> None:
         """As the sum begins: the child for the end of perf's output, if the parser lags
-        (forked here: it collects mangled names too), and the naming while perf prints."""
+        (forked here: it collects mangled names too)."""
         inp = self.inp
         self.split = follow_split.follow_split(self.src, inp.fmt, inp.opts, first_record,
                                                sums, inp.first)
-        self.ahead = names_while_perf_prints(self.follow, self.src, inp.opts, sums, inp.first)
-        if self.split is not None and self.ahead is not None:
-            self.split.stack_names = self.ahead
 
     def finish(self, sums, stats: dict) -> None:
         """Once this process's part is summed: its names demangled (a split's child
-        demangles its own), the child's part merged, the names made ahead handed on."""
+        demangles its own), the child's part merged, the names it made handed on."""
         if self.src.mangled:
             demangle.apply_noted(sums, self.inp.opts.parse.addrs)
         if self.split is not None:
             self.split.merge_into(sums, stats, self.src)
             sums.stack_names = self.split.stack_names
-        elif self.ahead is not None:
-            sums.stack_names = self.ahead
 
     def __exit__(self, *exc):
         try:
             if self._names is not None:
                 self._names.__exit__(*exc)
         finally:
-            if self.ahead is not None:  # perf has ended: nothing more to wait for
-                self.follow.idle = None
             if self.split is not None:
                 self.split.stop()
         return False
 
-
-def names_while_perf_prints(follow, src, opts, sums, first: bool):
-    """To an SVG of a perf.data (its first input, names not left to perf's demangling
-    being redone here, no --flamechart): the SVG's names of the stacks summed so far, made
-    while the parser waits for perf script's output (``Follow.idle``), in their order, so
-    that the drawing names only the stacks that came last (naming.StackNames). None when
-    not."""
-    if (follow is None or not hasattr(follow, "idle") or not first or src.mangled
-            or not opts.aggregate.svg or opts.flame.flamechart or not names_ahead_enabled()):
-        return None
-    names = follow_split.names_ahead(opts.naming)
-    counts = sums.counts
-    follow.idle = lambda: follow_split.name_step(names, counts)
-    return names

@@ -27,13 +27,9 @@ from offconv.run.aggregate import Sums, add_weights
 from offconv.run.parallel import Fork, merge_stats, shifted
 from offconv.run.reading import SAMPLES, Input, Read, peek
 
-# the parent's share of the input: the child also forks, pickles its sums and the parent
-# unpickles them after its own share (0.1 s each way for 20k distinct stacks). Alternated
-# medians of 9-11 runs against 0.55: deep 1.00 -> 0.94 s, recorded Java 0.88 -> 0.84,
-# shallow 1.17 -> 1.11, JIT-like 1.23 -> 1.20; 0.51 and 0.62 were slower. Eleventh round
-# (the child names its part's stacks now; the Intel host), alternated medians of 5-7:
-# 0.58 -> 0.54: deep 0.61 -> 0.58 s, shallow 0.86 -> 0.81, Java 0.59 -> 0.56, JIT-like 0.82
-# -> 0.79; 0.50-0.52 and 0.56-0.57 were slower on two shapes of four
+# the parent's share of the input, a little over half: the child also forks and pickles
+# its sums, and the parent unpickles them after its own share. Chosen by alternated runs
+# on the deep, shallow, Java and JIT-like shapes (values from 0.50 to 0.62 were tried)
 FIRST_SHARE = 0.54
 def _second_part(name, path, fmt, span, first_lineno, popts, want, naming=None, labels=None):
     """In the child: the sums of bytes ``span`` of the file ``name`` (the input ``path``,

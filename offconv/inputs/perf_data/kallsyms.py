@@ -3,8 +3,8 @@
 perf script converting a recording of the running kernel reads /proc/kallsyms
 (tools/perf/util/symbol.c, dso__find_kallsyms: the recording's kernel build-id is the
 host's, so the host's symbols), in three passes. The kernel writes that text anew on every
-read: 40 ms of system time for the 121k symbols of this VM, 30-40 ms of a 0.17 s
-conversion (benchmarks/README.md, "Nineteenth round"). A regular file holding the same bytes,
+read, and that costs perf a sizeable part of a short conversion (what it gains: the table
+of mechanisms in docs/architecture.md, switched off by ``OFFCONV_KALLSYMS_SNAPSHOT=0``). A regular file holding the same bytes,
 given as ``--kallsyms FILE``, is read from the page cache, and perf's output is
 byte-identical: the symbols are the same text.
 
@@ -30,23 +30,21 @@ one of these holds, otherwise perf reads /proc/kallsyms as it always does:
   the kallsyms file it reads; a snapshot elsewhere would change what it finds: untested);
 - $OFFCONV_KALLSYMS_SNAPSHOT is not ``0``.
 
-**Only the symbols the recording needs.** Reading 120k symbols, even from a regular file,
-is still 30-40 ms of perf's time; a recording names a few thousand. So perf is given
+**Only the symbols the recording needs.** Reading every kernel symbol, even from a regular
+file, still costs perf time; a recording names a few thousand. So perf is given
 ``.kallsyms-part-...`` instead: the snapshot's lines around every address found in the
-recording's data section (offconv._speedups.kallsyms_for says which and why), made in 5-7
-ms and removed when perf is done. perf's output is byte-identical with it, on recordings
+recording's data section (offconv._speedups.kallsyms_for says which and why), removed when
+perf is done. perf's output is byte-identical with it, on recordings
 of samples, of sched tracepoints with call chains and of timer tracepoints that name
-functions (tests/test_kallsyms_part.py). perf script on the benchmark's recording without
-call chains: 0.19-0.23 s reading /proc/kallsyms, 0.12 with the whole snapshot, 0.09 with
-the part (benchmarks/README.md, "Twentieth round"). The part is not made without the C
+functions (tests/test_kallsyms_part.py). The part is not made without the C
 module, with ``OFFCONV_SPEEDUPS=0``, for a data section over ``PART_MAX_DATA`` bytes
 (reading it costs more than it saves), nor for a recording whose addresses are not all in
 its data section as written: compressed (``perf record -z``) or with AUX data (Intel PT,
 CoreSight: the ips are decoded from it); perf then reads the whole snapshot.
 
-With no snapshot of the current key, offconv reads /proc/kallsyms once (30-36 ms here)
-before perf starts, makes the part from it, and keeps it as the snapshot once perf has
-started: perf reading /proc/kallsyms itself, in its three passes, took 70-100 ms more.
+With no snapshot of the current key, offconv reads /proc/kallsyms once before perf starts,
+makes the part from it, and keeps it as the snapshot once perf has started (perf reading
+/proc/kallsyms itself takes three passes).
 """
 from __future__ import annotations
 

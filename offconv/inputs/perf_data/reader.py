@@ -66,9 +66,8 @@ def convert(path: str, demangle_here: bool = True, kallsyms: str | None = None):
 
 # perf script's default fields less the symbol offset (``-F -symoff``, perf 4.13 and
 # later), for a recording of samples only: the parsers drop a frame's ``+0x...`` anyway,
-# and perf formats 6% fewer bytes (the Java recording: 105 MB of text, not 112) 5% faster,
-# which the parser, the slower side there, reads sooner (benchmarks/README.md, "Seventh
-# round"). On tracepoints, perf 6.1 then leaves the call chains out, so a recording with
+# and perf formats about 6% fewer bytes, which the parser, the slower side on a Java
+# recording, reads sooner. On tracepoints, perf 6.1 then leaves the call chains out, so a recording with
 # any keeps the default fields. A perf that refuses the list (too old) prints nothing and
 # fails: Follow.read then converts again with the default fields (``Follow.fallback``).
 FIELDS = ("-F", "-symoff")
@@ -143,11 +142,10 @@ def _start(perf: str, path: str, demangle_here: bool = True, fields: bool = True
 
 PERF_TYPE_TRACEPOINT = 2
 PERF_RECORD_MISC_USER = 2
-# What --no-demangle saves and costs (benchmarks/README.md, "Fifth round"): perf demangles
-# every symbol of every C++/Rust dso it loads (about 0.4 us a symbol: 0.13 s of the
-# benchmark recording's 330k), while offconv parses the longer mangled text (7-12% more
-# bytes) and re-keys the stacks holding such frames (about 8 ns per byte of perf.data,
-# where the parser is the slower side, as on a Java recording: 16.6 MB, 63k symbols)
+# What --no-demangle saves and costs, the estimates no_demangle weighs: perf demangles
+# every symbol of every C++/Rust dso it loads (about 0.4 us a symbol), while offconv parses
+# the longer mangled text and re-keys the stacks holding such frames (about 8 ns per byte
+# of perf.data where the parser is the slower side)
 SAVED_PER_SYMBOL = 0.4e-6
 COST_PER_BYTE = 8e-9
 
@@ -274,9 +272,6 @@ class Follow:
         self.pos = 0
         self.end: int | None = None
         self.on_done = None
-        # () -> whether it did something: called instead of a wait for perf's output
-        # (pipeline: the SVG's names of the stacks summed so far, made ahead)
-        self.idle = None
         self._stopped = False
         self._punched = 0
 
@@ -300,8 +295,7 @@ class Follow:
                 break
             if running:
                 self.resume()
-                if self.idle is None or not self.idle():  # work while perf has no output
-                    time.sleep(self.WAIT)
+                time.sleep(self.WAIT)
                 continue
             total = os.fstat(self.fd).st_size  # perf has ended: the file is complete
             if not total and self.fallback is not None and self._proc.returncode:

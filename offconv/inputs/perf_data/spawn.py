@@ -2,11 +2,10 @@
 already: ``os.posix_spawn``, an unnamed file of ``O_TMPFILE`` and a search of $PATH.
 
 offconv.launch starts perf script on a perf.data before the rest of offconv is imported,
-and everything this path imports delays that start. ``subprocess``, ``shutil``,
-``tempfile``, ``signal`` and ``typing`` cost 12-13 ms of a 22 ms start in a fresh virtual
-environment (``python -X importtime``; the interpreter itself takes 8 ms), which a
-conversion pays in full: perf's end, and so the SVG's, comes that much later
-(benchmarks/README.md, "Twentieth round"). What is used of them here is small: a child
+and everything this path imports delays that start: ``subprocess``, ``shutil``,
+``tempfile``, ``signal`` and ``typing`` together cost more than the interpreter's own start
+(``python -X importtime``), and a conversion pays it in full: perf's end, and so the SVG's,
+comes that much later. What is used of them here is small: a child
 with its stdin, stdout and stderr set, ``poll``, ``wait`` and ``kill`` (``Process``: the
 part of ``subprocess.Popen`` that perf_data.Follow uses, with the
 same ``returncode`` convention), an unlinked temporary file (``unnamed_file``) and a named
