@@ -185,7 +185,50 @@ def report_data(profile, opts=None) -> dict:
             data["shape"]["runq"] = {"modes": [], "tail_ratio": None, "first_bucket_only": False,
                                      "text": "not measured (a `perf record -p` recording)"}
         data["histogram_details"] = histogram_rows(profile.histograms)
+        data["critical_path"] = _critical_paths(an, data["verdict"], ropts)
     data["mode"] = profile.mode
     data["warnings"] = list(profile.warnings)
     profile.summary = ((ropts, naming), data)
     return data
+
+
+# the causes of a wait on another thread's answer, whose advice the critical path's root
+# replaces (for a lock, the lock's own advice stands: the holder's sleep is inside it)
+FOLLOWED = frozenset(("network", "local-socket", "peer-cpu", "other"))
+
+
+def _critical_paths(an: Analysis, verdict: dict, ropts: ReportOptions) -> list:
+    """The wake-up critical paths of the thread the verdict names (its cause's thread,
+    else the workload's first) and of those --critical-path names."""
+    from offconv.analysis import critical_path
+    tids = []
+    cause = verdict.get("cause")
+    if cause and isinstance(cause.get("tid"), int):
+        tids.append(cause["tid"])
+    elif verdict.get("workload"):
+        tids.extend(verdict["workload"][0]["tids"][:1])
+    tids.extend(critical_path.select(an.lanes, ropts.critical_path))
+    paths = critical_path.report(an.lanes, tids, an.classify)
+    if paths and cause and paths[0]["tid"] == cause.get("tid"):
+        root = paths[0]["root"]
+        verdict["critical_root"] = root
+        if root and root["holder_tid"] != cause["tid"] and root["fix"]:
+            went = (f"the wait goes to {root['holder']} (tid {root['holder_tid']}): "
+                    f"{root['share']:.0%} of this thread's time ends in {_root_words(root)}")
+            if cause.get("cause") in FOLLOWED and cause.get("next_step") in verdict["reason"]:
+                # a wait on a peer: the advice is what to change at the root, in the thread
+                # that holds the time (the socket or the peer's answer is not the bottleneck)
+                advice = f"{went}; change {root['fix']}"
+                verdict["reason"] = verdict["reason"].replace(cause["next_step"], advice, 1)
+                cause["next_step"] = advice
+            else:   # a lock, a child, a disk...: its own advice stands, the chain is said
+                verdict["reason"] = verdict["reason"].rstrip(".") + f" ({went})."
+    return paths
+
+
+def _root_words(root: dict) -> str:
+    if root["holder_state"] == "blocked":
+        from offconv.analysis.verdict import cause_text
+        cause = cause_text(*root["cause"]) if root["cause"] else "waits"
+        return f"that thread's {cause}, ended by {'a ' if root['root'] == 'timer' else ''}{root['root']}"
+    return {"on-CPU": "that thread's time on CPU", "run queue": "that thread's waits for a CPU"}.get(root["holder_state"], root["root"])

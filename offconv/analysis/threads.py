@@ -71,6 +71,7 @@ class Analysis(Lifetimes):
     _dead_old: list = field(default_factory=list, repr=False)  # and before it (_purge)
     _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, summary)
     n_periods: int = 0               # add_period calls (summary: what it was made of)
+    lanes: Optional[object] = field(default=None, repr=False)   # sched.critical.Lanes, or None
 
     def thread(self, task) -> ThreadTotals:
         key = task.tid

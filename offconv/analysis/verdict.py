@@ -13,6 +13,7 @@ from offconv.sched.causes import INTERRUPT_WAKER_NAME, NO_CHAIN, QUEUED_WAKER, T
 FIX = {"lock": "fix the lock (shorten what the holder does while holding it)",
        "disk": "fix the I/O path (fewer or smaller syncs, async I/O, a faster device)",
        "network": "fix the network path or the slow dependency behind it",
+       "local-socket": "look at the process at the socket's other end (it answers slowly)",
        "sleep": "remove or shorten the sleep", "paging": "relieve the memory pressure",
        "poll/idle": "find what it waits for", "child": "look at the child processes",
        "peer-cpu": "profile the thread it waits for on CPU",
@@ -33,6 +34,7 @@ def fix_for(cause: tuple | None) -> str:
 
 
 CAUSE_TEXT = {"peer-cpu": "waits for another thread's CPU work", "disk": "disk waits", "lock": "lock waits", "network": "network waits",
+              "local-socket": "local socket waits",
               "poll/idle": "idle waits", "child": "waits for child processes",
               "sleep": "sleeps", "paging": "page-fault waits (memory pressure)",
               "other": "other blocked waits"}

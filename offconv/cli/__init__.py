@@ -199,15 +199,24 @@ def _why_no_stacks(profile, opts: Options) -> str:
               help="Blocked time at or above this share of a thread's wall time is long.")
 @click.option("--top", type=click.IntRange(min=1), default=_R.top, show_default=True,
               help="Stacks listed per kind.")
+@click.option("--critical-path", "critical_path", multiple=True, metavar="COMM|TID",
+              help="Also follow this thread's waits to their roots (a tid, or every thread of "
+                   "that name; repeatable). The verdict's thread is always followed.")
+@click.option("--no-critical-path", "no_critical_path", is_flag=True,
+              help="Keep no per-interval timeline (less memory on long traces): no "
+                   "'where the wait went'.")
 def report(inputs, as_json, out, runq_p99_long_us, runq_share_long, blocked_p99_long_us,
-           blocked_share_long, top, **kw):
+           blocked_share_long, top, critical_path, no_critical_path, **kw):
     """Blocked time vs run-queue latency per thread, causes, percentiles, top stacks, and
     the verdict: capacity (add cores), waiting (fix the I/O, lock or dependency), both, or
     on-cpu (go back to the CPU profiler). The thresholds that define a long tail are options."""
     from offconv.run import pipeline
     opts = replace(build_options(kw), report=ReportOptions(
         runq_p99_long_us=runq_p99_long_us, runq_share_long=runq_share_long,
-        blocked_p99_long_us=blocked_p99_long_us, blocked_share_long=blocked_share_long, top=top))
+        blocked_p99_long_us=blocked_p99_long_us, blocked_share_long=blocked_share_long, top=top,
+        critical_path=tuple(critical_path)))
+    if no_critical_path:
+        opts = replace(opts, aggregate=replace(opts.aggregate, critical=False))
     fmt = formats.output_format("json" if as_json or _report_suffix(out) == "json" else "report")
     check_output(out, inputs)
     profile = pipeline.load(inputs, _by_name(opts), kw["from_format"])

@@ -11,7 +11,7 @@ KINDS = ("blocked", "runq")             # --kind
 # the causes offconv.sched.causes sorts waits into (the report's rows, diff's --fail-on names);
 # here, with the other vocabularies, so that the command line lists them without loading
 # the classifier
-CAUSES = ("disk", "lock", "network", "poll/idle", "child", "peer-cpu", "sleep", "paging",
+CAUSES = ("disk", "lock", "network", "local-socket", "poll/idle", "child", "peer-cpu", "sleep", "paging",
           "other")
 FAIL_ON_FIXED = ("total", "blocked", "runq", "p99")   # diff --fail-on, besides the causes
 FAIL_ON_CHOICES = FAIL_ON_FIXED + CAUSES
@@ -45,6 +45,7 @@ class AggregateOptions:
     """Modes and filters: Sample/SchedEvent streams -> Profile."""
 
     mode: str = "auto"
+    critical: bool = True                  # keep every interval for the wake-up critical path (with analyse)
     filter_pids: frozenset = frozenset()   # -p/--filter-pid
     filter_tids: frozenset = frozenset()   # --filter-tid
     comm: Optional[str] = None     # --comm REGEX (searched)
@@ -107,6 +108,7 @@ class ReportOptions:
     workload_share: float = 0.05          # a comm group is workload with this share of the busy time
     core_share: float = 0.80              # the verdict weighs the groups holding this much latency time
     top: int = 10
+    critical_path: tuple = ()             # --critical-path COMM|TID: threads to follow besides the verdict's
 
 
 @dataclass(frozen=True)

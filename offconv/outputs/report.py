@@ -57,6 +57,7 @@ def render(profile, out: TextIO, opts=None) -> None:
         render_stacks(d, out, verdict=None)
         return
     _verdict(d["verdict"], out)
+    _critical(d.get("critical_path") or [], out)
     w = out.write
     if d["per_process_recording"]:
         w("  NOTE: a `perf record -p` recording: durations need a system-wide recording.\n")
@@ -75,6 +76,21 @@ def render(profile, out: TextIO, opts=None) -> None:
         _table([["reason", "count"]] + [[k, str(n)] for k, n in d["dropped"].items()], out)
     for msg in d["warnings"]:
         w(f"\nnote: {msg}\n")
+
+
+def _critical(paths: list, out: TextIO) -> None:
+    """Where the wait went: each thread's wake-up critical path (analysis.critical_path)."""
+    w = out.write
+    for p in paths:
+        w(f"\nWhere the wait went: {p['comm']} (tid {p['tid']}), {human_us(p['wall_us'])} traced, "
+          f"{p['blocked_share']:.0%} blocked (wake-up critical path; shares of its traced time)\n")
+        for c in p["chains"]:
+            w(f"  {c['share']:>6.1%}  {c['text']}\n")
+        if p["unattributed_us"]:
+            w(f"  (unattributed: {human_us(p['unattributed_us'])}: wakers not seen, queued wake-ups, "
+              "the depth limit)\n")
+        if p.get("cut_at_ns") is not None:
+            w("  (the path covers the trace up to its first million intervals)\n")
 
 
 def _threads(threads: list, out: TextIO) -> None:

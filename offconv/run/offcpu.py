@@ -18,6 +18,7 @@ from typing import Iterable, Optional
 
 from offconv.run.aggregate import PID_FROM_TID
 from offconv.analysis.threads import Analysis
+from offconv.sched.critical import Lanes
 from offconv.model.errors import OffconvError
 from offconv.sched.intervals import drive
 from offconv.model.inttable import IntTable
@@ -87,6 +88,8 @@ class _Builder:
         self._start = 0
         self.analysis = Analysis(threads_filtered=bool(
             opts.filter_pids or opts.filter_tids or opts.comm or opts.states))
+        # every thread's intervals, the filtered-out ones too (a waker may be one)
+        self.lanes = self.analysis.lanes = Lanes() if opts.analyse and opts.critical else None
         # one thread frame per thread name where the output prints the name alone and no
         # filter needs the thread: the sums are then per printed stack (rounded once, as
         # DESIGN.md says), and nothing here grows with the threads the input had
@@ -199,6 +202,12 @@ class _Builder:
 
     # -- the record stream ----------------------------------------------------------
     def feed(self, rec) -> None:
+        lanes = self.lanes
+        if lanes is not None:
+            if rec.__class__ is OnCpu:
+                lanes.oncpu(rec)
+            else:
+                lanes.period(rec)
         if not self.keep(rec.task):
             return
         if rec.__class__ is OnCpu:

@@ -30,7 +30,7 @@ from offconv.model.records import KERNEL
 IDLE_CAUSES = frozenset(("poll/idle", "child", "peer-cpu"))
 # waits that become ``peer-cpu`` when the thread that ended them was running on a CPU for
 # most of the wait (a request answered by a busy peer: the peer's CPU is the cost)
-PEER_CAUSES = frozenset(("network", "poll/idle", "other"))
+PEER_CAUSES = frozenset(("network", "local-socket", "poll/idle", "other"))
 NO_CAUSE = ("other", "")            # classify: no rule matched
 # a recording without call chains (perf sched record, perf record without -g): the wait
 # has no stack to read; analysis.Analysis.add_period asks its waker
@@ -193,7 +193,10 @@ RULES = (
      r"__writeback_inodes_sb_nr|writeback_inodes_sb\w*)$"),
     ("disk", "io", r"io_schedule|^blk_|^bio_|submit_bio|folio_wait|wait_on_page|__lock_page|"
      r"wait_on_buffer|^__?lock_buffer|nvme|^filemap_|^ext4_|^xfs_|^btrfs_"),
-    ("network", "socket", r"^(sk_|sock_|tcp_|inet_|udp_|unix_|__skb_|skb_recv|__sys_recv|"
+    # a Unix-domain socket is a local peer, not a network: the process at its other end
+    # answers (the wake-up critical path names it)
+    ("local-socket", "unix socket", r"^unix_"),
+    ("network", "socket", r"^(sk_|sock_|tcp_|inet_|udp_|__skb_|skb_recv|__sys_recv|"
      r"__sys_send|__sys_accept|__sys_connect|netlink)"),
     ("lock", "futex", r"futex"),
     # flock(2), fcntl(F_SETLKW), lockf: a file lock's waiter, released by its holder (4

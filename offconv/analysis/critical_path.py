@@ -1,0 +1,149 @@
+"""Where the wait went: the wake-up critical path (offconv.sched.critical) of the threads a
+report is about, as report data -- per thread its chains with their shares of the
+thread's wall time, the root each ends in, and the sentence that names the first hop and
+the root. May import offconv.sched and offconv.model (and analysis.verdict's wording)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from offconv.analysis.verdict import CAUSE_TEXT
+from offconv.model.units import ns_to_us
+from offconv.sched.critical import (ROOT_CYCLE, ROOT_DISK, ROOT_INTERRUPT, ROOT_KERNEL, ROOT_NOT_SEEN,
+                                    ROOT_TIMER, UNATTRIBUTED, Lanes, critical_path)
+
+TOP_CHAINS = 6          # chains listed per thread (the rest summed as "other chains")
+MIN_SHARE = 0.001       # chains under this share of the thread's time are summed
+MIN_WALL_NS = 10_000_000  # a thread seen for less than this has no path worth telling
+
+# what to change at a root, by (root, cause of the blocked hop that ends there)
+ROOT_FIX = {ROOT_DISK: "its disk I/O: fewer or batched syncs (group commit), an async log, a faster device",
+            ROOT_TIMER: "its timed wait: the sleep or timeout itself (shorten it, or wake on the event instead)",
+            ROOT_INTERRUPT: "the device or network behind the interrupt",
+            ROOT_KERNEL: "the kernel work it waits for",
+            ROOT_CYCLE: "the threads that wait on each other"}
+
+
+def _hop_json(h) -> dict:
+    return {"tid": h.tid, "comm": h.comm, "state": h.what if h.what != "blocked" else h.state,
+            "kind": h.what, "cause": list(h.cause) if h.cause else None,
+            "frames": [f.name for f in h.stack], "root": h.root or None}
+
+
+def hop_text(h, first: bool = False) -> str:
+    who = f"{h.comm} (tid {h.tid})"
+    if h.what == "blocked":
+        cause = CAUSE_TEXT.get(h.cause[0], h.cause[0]) if h.cause else "blocked"
+        label = f", {h.cause[1]}" if h.cause and h.cause[1] else ""
+        return f"{who} blocked ({h.state}{label}: {cause})"
+    if h.what == "on-CPU":
+        return f"{who} on CPU"
+    if h.what == "run queue":
+        return f"{who} waiting for a CPU{' (preempted)' if h.state == 'R+' else ''}"
+    return f"{who} not seen"
+
+
+def chain_text(chain: tuple) -> str:
+    parts = []
+    for i, h in enumerate(chain):
+        parts.append(("woken by " if i else "") + hop_text(h))
+    last = chain[-1]
+    if last.root and last.root != ROOT_NOT_SEEN:
+        parts.append(last.root)
+    return " → ".join(parts)
+
+
+def _by_text(out: dict) -> dict:
+    """Chains that read the same (the same threads, states, causes and root; other stacks)
+    as one, under the first of them met."""
+    by, first = {}, {}
+    for chain, ns in out.items():
+        t = chain_text(chain)
+        c = first.setdefault(t, chain)
+        by[c] = by.get(c, 0) + ns
+    return by
+
+
+def thread_path(lanes: Lanes, tid, classify=None) -> Optional[dict]:
+    """One thread's critical path as report data, or None when the trace shows too little
+    of it (under MIN_WALL_NS of intervals)."""
+    lane = lanes.lane(tid)
+    if lane is None:
+        return None
+    out = _by_text(critical_path(lanes, tid, classify))
+    wall = sum(out.values())
+    if wall < MIN_WALL_NS:
+        return None
+    ranked = sorted(out.items(), key=lambda kv: (-kv[1], repr(kv[0])))
+    blocked = sum(ns for c, ns in out.items() if c[0].what == "blocked")
+    unattributed = sum(ns for c, ns in out.items() if c[-1].root in UNATTRIBUTED)
+    shown = [kv for kv in ranked[:TOP_CHAINS] if kv[1] >= wall * MIN_SHARE] or ranked[:1]
+    chains = [{"share": round(ns / wall, 4), "us": ns_to_us(ns), "text": chain_text(c),
+               "hops": [_hop_json(h) for h in c]} for c, ns in shown]
+    rest = sum(ns for _, ns in ranked[len(shown):])
+    if rest:
+        chains.append({"share": round(rest / wall, 4), "us": ns_to_us(rest),
+                       "text": f"{len(ranked) - len(shown)} other chains", "hops": []})
+    return {"tid": tid, "comm": lane.task.comm, "wall_us": ns_to_us(wall),
+            "blocked_share": round(blocked / wall, 4) if wall else 0.0,
+            "unattributed_us": ns_to_us(unattributed), "chains": chains,
+            "root": _root(ranked, wall)}
+
+
+def _root(ranked: list, wall: int) -> Optional[dict]:
+    """Where the thread's blocked time leaving it ends, summed by the thread and root it ends
+    at (a lock handed on by other waiters ends at the same holder): the heaviest such end,
+    the root the verdict names, with the first hop of its heaviest chain. None if under 5%
+    of the thread's time leaves it."""
+    ends: dict = {}
+    for chain, ns in ranked:
+        last = chain[-1]
+        if chain[0].what != "blocked" or len(chain) < 2 or last.root in UNATTRIBUTED:
+            continue
+        key = (last.tid, last.what, last.root, last.cause)
+        got = ends.get(key)
+        ends[key] = (got[0] + ns, got[1]) if got else (ns, chain)   # (ns, heaviest chain)
+    if not ends:
+        return None
+    key, (ns, chain) = max(ends.items(), key=lambda kv: (kv[1][0], repr(kv[0])))
+    if ns / wall < 0.05:
+        return None
+    last = chain[-1]
+    fix = ROOT_FIX.get(last.root) if last.what == "blocked" else (
+        "its CPU work (profile it on CPU)" if last.what == "on-CPU" else
+        "the CPU it waits for (it is runnable, not running)" if last.what == "run queue" else None)
+    return {"share": round(ns / wall, 4), "first_hop": chain[1].comm, "first_hop_tid": chain[1].tid,
+            "holder": last.comm, "holder_tid": last.tid, "holder_state": last.what,
+            "root": last.root or last.what, "cause": list(last.cause) if last.cause else None,
+            "fix": fix, "text": chain_text(chain)}
+
+
+def report(lanes: Optional[Lanes], tids, classify=None) -> list:
+    """The critical paths of ``tids`` (each once, in order) as report data."""
+    if lanes is None:
+        return []
+    out, seen = [], set()
+    for tid in tids:
+        if tid in seen or tid is None:
+            continue
+        seen.add(tid)
+        p = thread_path(lanes, tid, classify)
+        if p is not None:
+            if lanes.full:
+                p["cut_at_ns"] = lanes.full_at
+            out.append(p)
+    return out
+
+
+def select(lanes: Optional[Lanes], wanted: tuple) -> list:
+    """The tids ``--critical-path COMM|TID`` names: a number is a tid, else every thread
+    whose name is the text (in tid order)."""
+    if lanes is None:
+        return []
+    tids = []
+    for w in wanted:
+        if str(w).isdigit():
+            tids.append(int(w))
+        else:
+            tids.extend(sorted(t for t, lane in lanes.by_tid.items() if lane.task.comm == w and t))
+    return tids
+
