@@ -84,3 +84,44 @@ def test_the_chains_of_a_thread_add_up_to_its_time_in_the_trace(path):
         # each chain's µs is rounded on its own: the sum is within a µs per chain
         assert abs(p["wall_us"] - (t["oncpu_us"] + t["blocked_us"] + (t["runq_us"] or 0))) <= len(p["chains"])
         assert abs(sum(c["share"] for c in p["chains"]) - 1) < 0.01
+
+
+UNIX_FSYNC = FIX / "critical" / "unix_fsync" / "unix_fsync.perf-script.txt.gz"
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "offconv", *args], capture_output=True, text=True)
+
+
+def test_mode_critical_path_draws_the_chain_as_stacks():
+    """--mode critical-path: the client's blocked stack, then → fsync-server, what it did
+    (its fsync in D, ending at [disk I/O]), weighted by attributed time: the client's
+    stacks add up to its blocked time in the report."""
+    p = _cli(str(UNIX_FSYNC), "--mode", "critical-path", "--comm", "uds-client")
+    assert p.returncode == 0, p.stderr
+    lines = [ln.rpartition(" ") for ln in p.stdout.splitlines()]
+    total = sum(int(n) for _, _, n in lines)
+    disk = sum(int(n) for s, _, n in lines
+               if ";→ fsync-server;[blocked D];" in s and s.endswith(";[disk I/O]"))
+    assert all(s.startswith("uds-client;[blocked ") for s, _, _ in lines)
+    r = report(UNIX_FSYNC)
+    client = next(t for t in r["threads"] if t["comm"] == "uds-client")
+    assert abs(total - client["blocked_us"]) <= len(lines)
+    assert disk / total > 0.4
+    # the same input and options: the same bytes
+    assert _cli(str(UNIX_FSYNC), "--mode", "critical-path", "--comm", "uds-client").stdout == p.stdout
+
+
+def test_mode_critical_path_to_svg_speedscope_and_pprof(tmp_path):
+    for out in ("cp.svg", "cp.speedscope.json", "cp.pb.gz"):
+        p = _cli(str(UNIX_FSYNC), "--mode", "critical-path", "--comm", "uds-client", "-o", str(tmp_path / out))
+        assert p.returncode == 0, p.stderr
+    svg = (tmp_path / "cp.svg").read_text()
+    assert "Wake-up Critical Path" in svg and "→ fsync-server" in svg and "[disk I/O]" in svg
+    prof = json.loads((tmp_path / "cp.speedscope.json").read_text())
+    names = {f["name"] for f in prof["shared"]["frames"]}
+    assert {"→ fsync-server", "[disk I/O]", "[blocked D]"} <= names
+    import gzip
+    assert b"critical_path" in gzip.decompress((tmp_path / "cp.pb.gz").read_bytes())

@@ -217,6 +217,7 @@ def _what(mode: str) -> str:
     return {OFFCPU: "off-CPU time (switch-out to switch-in: blocked plus run queue)",
             WAKEUP: "off-CPU time by target and waker stacks (blocked plus run queue)",
             BLOCKED: "blocked time (--kind blocked)",
+            "critical-path": "blocked time along the wake-up chain (--mode critical-path)",
             RUNQ: "run-queue time (--kind runq)"}.get(mode, mode)
 
 

@@ -148,7 +148,7 @@ def convert(inputs, out, to, **kw):
 
 
 _KIND_WORDS = {"offcpu": "off-CPU", "blocked": "blocked", "runq": "run-queue",
-               "wakeup": "blocked (wakeup)"}
+               "wakeup": "blocked (wakeup)", "critical-path": "blocked (critical path)"}
 
 
 def _why_no_stacks(profile, opts: Options) -> str:

@@ -48,7 +48,8 @@ OFFCPU = "offcpu"    # switch-out -> switch-in (bcc offcputime): blocked + run q
 BLOCKED = "blocked"  # switch-out asleep -> woken
 RUNQ = "runq"        # woken or preempted -> switched in
 WAKEUP = "wakeup"    # blocked time keyed by target and waker stacks (offwaketime)
-OFFCPU_MODES = (OFFCPU, BLOCKED, RUNQ, WAKEUP)
+CRITICAL = "critical-path"  # blocked time attributed along the wake-up chain (sched.critical)
+OFFCPU_MODES = (OFFCPU, BLOCKED, RUNQ, WAKEUP, CRITICAL)
 
 # -- units -------------------------------------------------------------------------------
 SAMPLES = "samples"

@@ -33,11 +33,11 @@ from typing import BinaryIO
 
 from offconv.model.errors import OffconvError
 from offconv.model.formats import OutputFormat
-from offconv.model.records import BLOCKED, CLOCK_EVENTS, OFFCPU, RUNQ, STATE, THREAD, TIME_UNITS, WAKEUP, Profile
+from offconv.model.records import BLOCKED, CLOCK_EVENTS, CRITICAL, OFFCPU, RUNQ, STATE, THREAD, TIME_UNITS, WAKEUP, Profile
 from offconv.model.naming import Namer
 from offconv.model.options import NamingOptions
 
-SINGLE_TYPE = {OFFCPU: "offcpu", BLOCKED: "blocked", RUNQ: "runqueue", WAKEUP: "wakeup"}
+SINGLE_TYPE = {OFFCPU: "offcpu", BLOCKED: "blocked", RUNQ: "runqueue", WAKEUP: "wakeup", CRITICAL: "critical_path"}
 
 
 def state_label(frame_name: str):

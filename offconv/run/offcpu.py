@@ -18,11 +18,11 @@ from typing import Iterable, Optional
 
 from offconv.run.aggregate import PID_FROM_TID
 from offconv.analysis.threads import Analysis
-from offconv.sched.critical import Lanes
+from offconv.sched.critical import Lanes, critical_path
 from offconv.model.errors import OffconvError
 from offconv.sched.intervals import drive
 from offconv.model.inttable import IntTable
-from offconv.model.records import BLOCKED, DELIMITER, KERNEL, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Task, blocked_frame, thread_frame
+from offconv.model.records import BLOCKED, CRITICAL, MARKER, DELIMITER, KERNEL, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Task, blocked_frame, thread_frame
 from offconv.model.options import AggregateOptions
 from offconv.model.units import ns_to_us
 
@@ -89,7 +89,7 @@ class _Builder:
         self.analysis = Analysis(threads_filtered=bool(
             opts.filter_pids or opts.filter_tids or opts.comm or opts.states))
         # every thread's intervals, the filtered-out ones too (a waker may be one)
-        self.lanes = self.analysis.lanes = Lanes() if opts.analyse and opts.critical else None
+        self.lanes = self.analysis.lanes = Lanes() if (opts.analyse and opts.critical) or mode == CRITICAL else None
         # one thread frame per thread name where the output prints the name alone and no
         # filter needs the thread: the sums are then per printed stack (rounded once, as
         # DESIGN.md says), and nothing here grows with the threads the input had
@@ -316,14 +316,52 @@ class _Builder:
         elif mode == RUNQ and runq and self._in_range(r_ns):
             self._start = p.runq_start_ns
             self._add(key, r_ns)
+        elif mode == CRITICAL:
+            return          # drawn from the lanes at the end (critical_samples)
         elif mode == WAKEUP and blocked and p.waker is not None and self._in_range(b_ns):
             waker = self.frames(p.waker_stack)[::-1]
             self._add((thread, frames + (WAKER_DELIMITER,) + waker + (self.thread(p.waker),)),
                       b_ns)
 
     # -- the result -------------------------------------------------------------------
+    def critical_samples(self) -> dict:
+        """--mode critical-path: each kept thread's blocked time along its wake-up chains
+        (sched.critical), as stacks: its blocked stack, then ``→ WAKER`` and what the waker
+        did (on CPU with the stack it woke with, run queue, or blocked with its stack, and
+        so on), then the root; in ns."""
+        lanes, ns = self.lanes, self.ns
+        for tid in sorted(lanes.by_tid, key=lambda t: (t.__class__ is not int, t)):
+            lane = lanes.by_tid[tid]
+            if not tid or not self.keep(lane.task):
+                continue
+            for chain, d in critical_path(lanes, tid, self.analysis.classify).items():
+                if chain[0].what != "blocked":
+                    continue
+                key = (self.thread(lane.task), self._chain_frames(chain))
+                ns[key] = ns.get(key, 0) + d
+        return ns
+
+    def _chain_frames(self, chain: tuple) -> tuple:
+        out = []
+        for i, h in enumerate(chain):
+            if i:
+                out.append(Frame(f"→ {h.comm}", "", MARKER))
+            if h.what == "blocked":
+                out.append(blocked_frame(h.state))
+                out.extend(self.frames(h.stack))
+            elif h.what == "on-CPU":
+                out.append(ONCPU_FRAME)
+                out.extend(self.frames(h.stack))
+            elif h.what == "run queue":
+                out.append(PREEMPTED_FRAME if h.state == "R+" else RUNQ_FRAME)
+            if h.root:
+                out.append(Frame(f"[{h.root}]", "", MARKER))
+        return tuple(out)
+
     def profile(self) -> Profile:
         samples = {}
+        if self.mode == CRITICAL:
+            self.critical_samples()
         for key, ns in self.ns.items():
             us = ns_to_us(ns)
             if us:

@@ -65,7 +65,7 @@ def prepare(path: str, src: Source, fmt, opts, stats: dict) -> Optional["Split"]
         return None
     if src.binary_format is not None or fmt.parse_blocks is None or fmt.sum_blocks is None:
         return None
-    if agg.analyse or agg.timeline or not (agg.folded or agg.svg) or agg.comm or agg.filter_pids:
+    if agg.analyse or agg.timeline or agg.mode == "critical-path" or not (agg.folded or agg.svg) or agg.comm or agg.filter_pids:
         return None
     if agg.mode not in OFFCPU_MODES and agg.mode != "auto":
         return None

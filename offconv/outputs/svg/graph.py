@@ -27,6 +27,8 @@ def _default_title(profile: Profile, flame: FlameOptions) -> str:
         kind = "Flame Graph"
     if profile.before is not None:
         return f"Differential {kind}"
+    if profile.mode == "critical-path":
+        return f"Wake-up Critical Path {kind}"
     if profile.mode in OFFCPU_MODES:
         return f"Off-CPU Time {kind}"
     return kind
