@@ -790,3 +790,29 @@ def test_a_join_woken_from_an_idle_cpu_is_a_join_not_a_lock():
         assert run(exit_first, 60_000) == {THREAD_JOIN: 2_000_000_000}, exit_first
         assert run(exit_first, -60_000) == {THREAD_JOIN: 2_000_000_000}, exit_first
         assert run(exit_first, 20_000_000) == {("lock", "futex"): 2_000_000_000}, exit_first
+
+
+def test_busy_threads_pinned_beside_an_idle_cpu_are_told_the_affinity(reports):
+    """hogs_pinned: four hogs on CPU 0 (taskset -c 0), CPU 1 idle: the run-queue time is the
+    affinity's, not a lack of cores (issue 40); six unpinned hogs (oversub) keep "add cores"."""
+    v = reports.setdefault("hogs_pinned", _report("hogs_pinned"))["verdict"]
+    assert v["answer"] == "capacity"
+    assert "fix the affinity" in v["reason"] and "add cores" not in v["reason"], v["reason"]
+    assert "only on CPU 0 while CPU 1 sat idle" in v["reason"], v["reason"]
+    v = reports.setdefault("oversub", _report("oversub"))["verdict"]
+    assert "add cores" in v["reason"] and "affinity" not in v["reason"], v["reason"]
+
+
+def test_a_tiny_thread_on_cpu_all_its_life_is_not_said_beside_a_wait():
+    """A 184 µs shell thread of the recorder's start, on CPU all of it, was said "on CPU 100%
+    of its wall time: profile it on-CPU" beside a waiting workload (issue 40): a share of a
+    tiny lifetime is no finding. The same thread living 400 ms is."""
+    from offconv.model.options import ReportOptions
+    from offconv.analysis.rules import decide
+    disk = _k("folio_wait_bit", "io_schedule", "schedule")
+    tar = ("tar", 20, [(3000, "D", 1000, disk)] * 100)       # 400 ms, disk 25%
+    for on_us, said in ((184, False), (400_000, True)):
+        sh = ("sh", 22, [(on_us, "R", 1, ())])
+        d = decide(_workload([tar, sh]), ReportOptions())
+        assert d.answer == "waiting"
+        assert (d.busy_thread is not None and d.busy_thread.comm == "sh") == said, on_us

@@ -80,6 +80,9 @@ class Decision:
     runq_throttled_share: float = 0.0      # of the run-queue time behind others: throttled
     unresolved_share: float = 0.0          # of the recording's blocked time: kernel frames unresolved
     busy_thread: Optional[object] = None   # "waiting": a workload thread outside the core on CPU
+    # "capacity": the core ran on some CPUs while the others sat idle (affinity):
+    # (CPUs it ran on, the idle CPUs, their idle share of the trace)
+    pinned: Optional[tuple] = None
 
 
 def _latency(cause: tuple, idle_counted: bool) -> bool:
@@ -349,7 +352,43 @@ def decide(an, ropts: ReportOptions) -> Decision:
     return Decision(answer, runq_long, blocked_long, uncertain, runq_share, blocked_share,
                     runq_p99, blocked_p99, ns_to_us(idle_wakeup), cause, cause_thread,
                     cause_share, cause_p99, waker, runq_thread, sc, idle_counted, throttled,
-                    unresolved_share(an), _busy_beside(sc, ts) if answer == "waiting" else None)
+                    unresolved_share(an), _busy_beside(sc, ts) if answer == "waiting" else None,
+                    _pinned(an, ts) if answer in ("capacity", "both") else None)
+
+
+# the core's on-CPU time on a subset of the CPUs, this share of it or more, while every other
+# CPU seen was idle this share of the trace or more: an affinity (taskset, cpuset,
+# sched_setaffinity) holds the work on those CPUs, and more cores would change nothing
+# (four hogs pinned to CPU 0 beside an idle CPU 1 read "add cores"; fixture hogs_pinned)
+PINNED_ONCPU = 0.98
+PINNED_IDLE = 0.5
+
+
+def _pinned(an, ts) -> Optional[tuple]:
+    span = (an.last_ns - an.first_ns) if an.first_ns is not None and an.last_ns is not None else 0
+    cpus = set(an.cpu_busy)
+    if not span or len(cpus) < 2:
+        return None
+    on: dict = {}
+    for t in ts:
+        for cpu, ns in an.thread_cpu.get(t.tid, {}).items():
+            on[cpu] = on.get(cpu, 0) + ns
+    total = sum(on.values())
+    if not total:
+        return None
+    used, acc = [], 0
+    for cpu, ns in sorted(on.items(), key=lambda kv: (-kv[1], kv[0])):
+        used.append(cpu)
+        acc += ns
+        if acc >= total * PINNED_ONCPU:
+            break
+    idle = sorted(cpus - set(used))
+    if not idle:
+        return None
+    idle_share = 1 - sum(an.cpu_busy[c] for c in idle) / (span * len(idle))
+    if idle_share < PINNED_IDLE:
+        return None
+    return tuple(sorted(used)), tuple(idle), idle_share
 
 
 # A "waiting" answer is about the threads whose waits are latency (the core); another
@@ -358,14 +397,21 @@ def decide(an, ropts: ReportOptions) -> Decision:
 # page cache read "tar waits on disk 25%: fix the I/O path" while gzip ran 78% of the time
 # and waited 21% for tar's data: the I/O fix saves at most that 21%, gzip's CPU the rest)
 BUSY_SHARE = 0.7
+# a share of a tiny lifetime is no finding: a 184 us shell thread of the recorder's own
+# start read "on CPU 100% of its wall time: profile it on-CPU" (issue 40)
+BUSY_MIN_NS = 10_000_000
+BUSY_MIN_LIFE = 0.05
 
 
 def _busy_beside(sc: Scope, core_threads: list):
     """The workload thread outside the core with the largest on-CPU share of its wall
-    time, if that is BUSY_SHARE or more; else None."""
+    time, if that is BUSY_SHARE or more and its time on CPU is material (BUSY_MIN_NS, and a
+    lifetime of BUSY_MIN_LIFE of the longest core thread's); else None."""
     core_tids = {t.tid for t in core_threads}
+    life = max((t.wall_ns for t in core_threads), default=0) * BUSY_MIN_LIFE
     busy = [t for t in sc.threads if t.tid not in core_tids and t.wall_ns
-            and t.oncpu_ns >= BUSY_SHARE * t.wall_ns]
+            and t.oncpu_ns >= BUSY_SHARE * t.wall_ns and t.oncpu_ns >= BUSY_MIN_NS
+            and t.wall_ns >= life]
     return max(busy, key=lambda t: (t.oncpu_ns / t.wall_ns, -t.tid), default=None)
 
 

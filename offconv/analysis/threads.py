@@ -72,6 +72,8 @@ class Analysis(Lifetimes):
     _runs: dict = field(default_factory=dict, repr=False)  # kind -> (periods, summary)
     n_periods: int = 0               # add_period calls (summary: what it was made of)
     lanes: Optional[object] = field(default=None, repr=False)   # sched.critical.Lanes, or None
+    cpu_busy: dict = field(default_factory=dict)     # cpu -> ns run by tasks other than idle
+    thread_cpu: dict = field(default_factory=dict)   # tid -> {cpu: ns on it} (kept threads)
 
     def thread(self, task) -> ThreadTotals:
         key = task.tid
@@ -221,7 +223,18 @@ class Analysis(Lifetimes):
         return cause
 
     def add_oncpu(self, iv) -> None:
-        self.thread(iv.task).oncpu_ns += iv.end_ns - iv.start_ns
+        d = iv.end_ns - iv.start_ns
+        self.thread(iv.task).oncpu_ns += d
+        if iv.cpu >= 0:
+            m = self.thread_cpu.setdefault(iv.task.tid, {})
+            m[iv.cpu] = m.get(iv.cpu, 0) + d
+
+    def note_cpu(self, iv) -> None:
+        """Any thread's span on a CPU (filtered out or not): the CPUs seen and how busy."""
+        cpu = iv.cpu
+        if cpu >= 0:
+            busy = self.cpu_busy
+            busy[cpu] = busy.get(cpu, 0) + (iv.end_ns - iv.start_ns if iv.task.tid else 0)
 
     def _stack(self, kind: str, key: tuple, process: str, d: int) -> None:
         m = self.stacks.setdefault(kind, {})

@@ -146,6 +146,10 @@ def _busy_text(d: Decision) -> str:
             "its own CPU time bounds the work too: profile it on-CPU (perf record -F 99 -g).")
 
 
+def _cpus(cpus: tuple) -> str:
+    return ", ".join(map(str, cpus))
+
+
 def _explain(d: Decision, ropts: ReportOptions) -> str:
     runq, blk = _runq_text(d), _blocked_text(d)
     fix = _fix(d)
@@ -164,6 +168,12 @@ def _explain(d: Decision, ropts: ReportOptions) -> str:
                 "back by their CPU quota (cgroup cpu.max / cpu.cfs_quota_us, a container's "
                 "CPU limit): raise the quota; more cores will not help, nor will the "
                 "blocking paths.")
+    if d.answer == "capacity" and d.pinned:
+        used, idle, share = d.pinned
+        return (f"{runq}; blocked {d.blocked_share:.0%}: the threads are runnable but ran "
+                f"only on CPU {_cpus(used)} while CPU {_cpus(idle)} sat idle {share:.0%} of the "
+                "trace: fix the affinity (taskset, cpuset, sched_setaffinity, a container's "
+                "cpuset.cpus); more cores would change nothing, nor would the blocking paths.")
     if d.answer == "capacity":
         return (f"{runq}; blocked {d.blocked_share:.0%}: the threads are runnable but wait "
                 "for a CPU: add cores, run fewer jobs at once or change priorities; the "

@@ -310,11 +310,12 @@ class Period:
 
 @dataclass(slots=True, unsafe_hash=True)
 class OnCpu:
-    """A span a thread ran on a CPU."""
+    """A span a thread ran on a CPU (``cpu`` -1: the input does not say which)."""
 
     task: Task
     start_ns: int
     end_ns: int
+    cpu: int = -1
 
 
 @dataclass(slots=True)

@@ -208,6 +208,8 @@ class _Builder:
                 lanes.oncpu(rec)
             else:
                 lanes.period(rec)
+        if self.analyse and rec.__class__ is OnCpu:
+            self.analysis.note_cpu(rec)
         if not self.keep(rec.task):
             return
         if rec.__class__ is OnCpu:

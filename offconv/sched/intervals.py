@@ -323,7 +323,8 @@ class _Machine:
         if st is not None and st.phase != ON:
             self._missed_switch_in(st, key, cpu, t)
         elif st is not None and self.oncpu:
-            self.emit(OnCpu(prev if prev.pid is not None else (st.task or prev), st.start, t))
+            self.emit(OnCpu(prev if prev.pid is not None else (st.task or prev), st.start, t,
+                            cpu if cpu.__class__ is int else -1))
 
     def _off(self, ev: SchedEvent, prev: Task, key, t: int, dead: bool) -> None:
         """What a switch-out of ``prev`` starts: an off-CPU period, or its end."""
@@ -384,7 +385,7 @@ class _Machine:
             on = self.threads[key] = _Thread(ON, tin, task=st.task)
             on.dead = st.dead
         elif self.oncpu:
-            self.emit(OnCpu(st.task, tin, t))
+            self.emit(OnCpu(st.task, tin, t, cpu if cpu.__class__ is int else -1))
 
     def _seen_running(self, task: Task, t: int) -> None:
         """No cpu field (perf script -F without cpu): the previous switch on T's CPU is
