@@ -816,3 +816,14 @@ def test_a_tiny_thread_on_cpu_all_its_life_is_not_said_beside_a_wait():
         d = decide(_workload([tar, sh]), ReportOptions())
         assert d.answer == "waiting"
         assert (d.busy_thread is not None and d.busy_thread.comm == "sh") == said, on_us
+
+
+def test_an_on_cpu_answer_names_whose_cpu_time_it_is(reports):
+    """"The time is spent on CPU" said whose (issue 40): the workload's threads with the most
+    time on CPU (a tenth of the first's or more), each with its share of its wall time."""
+    v = reports.setdefault("pure_oncpu", _report("pure_oncpu"))["verdict"]
+    assert v["answer"] == "on-cpu"
+    assert "most of it: oncpu-loop (tid " in v["reason"] and "(100% of its wall time)" in v["reason"], v["reason"]
+    v = reports.setdefault("go_spin", _report("go_spin"))["verdict"]
+    named = v["reason"].partition("most of it: ")[2]
+    assert named.count("gospin (tid") == 2 and "(0% of its wall time)" not in named, v["reason"]

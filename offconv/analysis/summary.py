@@ -193,8 +193,8 @@ def report_data(profile, opts=None) -> dict:
 
 
 # the causes of a wait on another thread's answer, whose advice the critical path's root
-# replaces (for a lock, the lock's own advice stands: the holder's sleep is inside it)
-FOLLOWED = frozenset(("network", "local-socket", "peer-cpu", "other"))
+# replaces (a lock's, a disk's, a peer's CPU work's own advice stands, the chain is added)
+FOLLOWED = frozenset(("network", "local-socket", "other"))
 
 
 def _critical_paths(an: Analysis, verdict: dict, ropts: ReportOptions) -> list:

@@ -184,8 +184,23 @@ def _explain(d: Decision, ropts: ReportOptions) -> str:
                 "between capacity and on-CPU.")
     p99 = "" if d.blocked_p99_us is None else f", p99 {human_us(d.blocked_p99_us)}"
     return (f"{runq}; blocked {d.blocked_share:.0%}{p99}: the "
-            "waits are short; the time is spent on CPU (or idle): profile on-CPU "
-            "(perf record -F 99 -g).")
+            f"waits are short; the time is spent on CPU (or idle){_oncpu_who(d)}: profile "
+            "on-CPU (perf record -F 99 -g).")
+
+
+ONCPU_NAMED = 3   # the threads an on-cpu answer names, most time on CPU first
+
+
+def _oncpu_who(d: Decision) -> str:
+    """Whose CPU time it is: the workload's threads with the most of it (1 ms or more)."""
+    ts = sorted((t for t in d.scope.threads if t.oncpu_ns >= 1_000_000 and t.wall_ns),
+                key=lambda t: (-t.oncpu_ns, t.tid))[:ONCPU_NAMED]
+    if not ts:
+        return ""
+    ts = [t for t in ts if t.oncpu_ns * 10 >= ts[0].oncpu_ns]   # a tenth of the first, or more
+    who = ", ".join(f"{_who(t)} {human_us(ns_to_us(t.oncpu_ns))} ({t.oncpu_ns / t.wall_ns:.0%} of its "
+                    "wall time)" for t in ts)
+    return f"; most of it: {who}"
 
 
 def verdict(an, ropts: ReportOptions, d: Optional[Decision] = None) -> dict:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from offconv.sched.causes import KTHREAD_COMM, Classifier, queued_wakeup, woken_by_timer, woken_in_interrupt
 
@@ -148,24 +148,19 @@ class Lanes:
 
 # -- the path -------------------------------------------------------------------------
 
-class Hop(tuple):
-    """One step of a chain: (tid, comm, what, state, cause, stack, root): ``what`` is
-    "blocked", "on-CPU" or "run queue"; ``cause`` (cause, label) of a blocked hop;
-    ``stack`` its blocked stack (frames) or, on CPU, the stack it woke the thread
-    before with; ``root`` what ends the chain there, or ""."""
+class Hop(NamedTuple):
+    """One step of a chain: ``what`` is "blocked", "on-CPU", "run queue" or "not seen";
+    ``cause`` (cause, label) of a blocked hop; ``stack`` its blocked stack (frames) or, on
+    CPU, the stack it woke the thread before with; ``root`` what ends the chain there, or
+    ""."""
 
-    __slots__ = ()
-
-    def __new__(cls, tid, comm, what, state="", cause=None, stack=(), root=""):
-        return tuple.__new__(cls, (tid, comm, what, state, cause, stack, root))
-
-    tid = property(lambda s: s[0])
-    comm = property(lambda s: s[1])
-    what = property(lambda s: s[2])
-    state = property(lambda s: s[3])
-    cause = property(lambda s: s[4])
-    stack = property(lambda s: s[5])
-    root = property(lambda s: s[6])
+    tid: object
+    comm: str
+    what: str
+    state: str = ""
+    cause: Optional[tuple] = None
+    stack: tuple = ()
+    root: str = ""
 
 
 class _Walker:
