@@ -111,3 +111,10 @@ def test_a_unix_socket_is_a_local_peer_and_tcp_is_the_network():
     assert c(RECV) == ("local-socket", "unix socket")
     tcp = k("entry_SYSCALL_64", "__sys_recvfrom", "tcp_recvmsg", "sk_wait_data", "schedule")
     assert c(tcp)[0] == "network"
+
+
+def test_an_interval_with_no_wakeup_seen_is_unattributed_with_the_reason():
+    lanes = lanes_of(Period(CLIENT, "S", 0, None, 70, FUTEX, None, ()))
+    (chain, ns), = critical_path(lanes, 10).items()
+    assert ns == 70 and len(chain) == 1 and chain[0].root == critical.ROOT_NO_WAKEUP
+    assert chain[0].root in critical.UNATTRIBUTED
