@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from offconv.analysis.verdict import CAUSE_TEXT
+from offconv.analysis.verdict import CAUSE_TEXT, cause_text
 from offconv.model.units import ns_to_us
 from offconv.sched.critical import (ROOT_CYCLE, ROOT_DISK, ROOT_INTERRUPT, ROOT_KERNEL, ROOT_NOT_SEEN,
                                     ROOT_TIMER, UNATTRIBUTED, Lanes, critical_path)
@@ -147,3 +147,34 @@ def select(lanes: Optional[Lanes], wanted: tuple) -> list:
             tids.extend(sorted(t for t, lane in lanes.by_tid.items() if lane.task.comm == w and t))
     return tids
 
+
+
+# the causes of a wait on another thread's answer, whose advice the root's replaces (a
+# lock's, a disk's, a peer's CPU work's own advice stands, and the chain is added to it)
+FOLLOWED = frozenset(("network", "local-socket", "other"))
+
+
+def tell_verdict(verdict: dict, root: Optional[dict]) -> None:
+    """The verdict of the thread whose path this root is (report data, changed in place):
+    ``critical_root``, and where the wait goes said in its reason -- for a wait on a peer
+    as its advice (what to change at the root, in the thread that holds the time)."""
+    cause = verdict["cause"]
+    verdict["critical_root"] = root
+    if not root or root["holder_tid"] == cause["tid"] or not root["fix"]:
+        return
+    went = (f"the wait goes to {root['holder']} (tid {root['holder_tid']}): "
+            f"{root['share']:.0%} of this thread's time ends in {_root_words(root)}")
+    if cause.get("cause") in FOLLOWED and cause.get("next_step") in verdict["reason"]:
+        advice = f"{went}; change {root['fix']}"
+        verdict["reason"] = verdict["reason"].replace(cause["next_step"], advice, 1)
+        cause["next_step"] = advice
+    else:
+        verdict["reason"] = verdict["reason"].rstrip(".") + f" ({went})."
+
+
+def _root_words(root: dict) -> str:
+    if root["holder_state"] == "blocked":
+        cause = cause_text(*root["cause"]) if root["cause"] else "waits"
+        return f"that thread's {cause}, ended by {'a ' if root['root'] == 'timer' else ''}{root['root']}"
+    return {"on-CPU": "that thread's time on CPU",
+            "run queue": "that thread's waits for a CPU"}.get(root["holder_state"], root["root"])

@@ -192,14 +192,10 @@ def report_data(profile, opts=None) -> dict:
     return data
 
 
-# the causes of a wait on another thread's answer, whose advice the critical path's root
-# replaces (a lock's, a disk's, a peer's CPU work's own advice stands, the chain is added)
-FOLLOWED = frozenset(("network", "local-socket", "other"))
-
-
 def _critical_paths(an: Analysis, verdict: dict, ropts: ReportOptions) -> list:
     """The wake-up critical paths of the thread the verdict names (its cause's thread,
-    else the workload's first) and of those --critical-path names."""
+    else the workload's first) and of those --critical-path names; the verdict is told
+    the first one's root."""
     from offconv.analysis import critical_path
     tids = []
     cause = verdict.get("cause")
@@ -210,25 +206,5 @@ def _critical_paths(an: Analysis, verdict: dict, ropts: ReportOptions) -> list:
     tids.extend(critical_path.select(an.lanes, ropts.critical_path))
     paths = critical_path.report(an.lanes, tids, an.classify)
     if paths and cause and paths[0]["tid"] == cause.get("tid"):
-        root = paths[0]["root"]
-        verdict["critical_root"] = root
-        if root and root["holder_tid"] != cause["tid"] and root["fix"]:
-            went = (f"the wait goes to {root['holder']} (tid {root['holder_tid']}): "
-                    f"{root['share']:.0%} of this thread's time ends in {_root_words(root)}")
-            if cause.get("cause") in FOLLOWED and cause.get("next_step") in verdict["reason"]:
-                # a wait on a peer: the advice is what to change at the root, in the thread
-                # that holds the time (the socket or the peer's answer is not the bottleneck)
-                advice = f"{went}; change {root['fix']}"
-                verdict["reason"] = verdict["reason"].replace(cause["next_step"], advice, 1)
-                cause["next_step"] = advice
-            else:   # a lock, a child, a disk...: its own advice stands, the chain is said
-                verdict["reason"] = verdict["reason"].rstrip(".") + f" ({went})."
+        critical_path.tell_verdict(verdict, paths[0]["root"])
     return paths
-
-
-def _root_words(root: dict) -> str:
-    if root["holder_state"] == "blocked":
-        from offconv.analysis.verdict import cause_text
-        cause = cause_text(*root["cause"]) if root["cause"] else "waits"
-        return f"that thread's {cause}, ended by {'a ' if root['root'] == 'timer' else ''}{root['root']}"
-    return {"on-CPU": "that thread's time on CPU", "run queue": "that thread's waits for a CPU"}.get(root["holder_state"], root["root"])

@@ -18,11 +18,11 @@ from typing import Iterable, Optional
 
 from offconv.run.aggregate import PID_FROM_TID
 from offconv.analysis.threads import Analysis
-from offconv.sched.critical import Lanes, critical_path
+from offconv.sched.critical import Lanes, chain_stack, critical_path
 from offconv.model.errors import OffconvError
 from offconv.sched.intervals import drive
 from offconv.model.inttable import IntTable
-from offconv.model.records import BLOCKED, CRITICAL, MARKER, DELIMITER, KERNEL, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Task, blocked_frame, thread_frame
+from offconv.model.records import BLOCKED, CRITICAL, DELIMITER, KERNEL, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Task, blocked_frame, thread_frame
 from offconv.model.options import AggregateOptions
 from offconv.model.units import ns_to_us
 
@@ -339,26 +339,9 @@ class _Builder:
             for chain, d in critical_path(lanes, tid, self.analysis.classify).items():
                 if chain[0].what != "blocked":
                     continue
-                key = (self.thread(lane.task), self._chain_frames(chain))
+                key = (self.thread(lane.task), chain_stack(chain, self.frames))
                 ns[key] = ns.get(key, 0) + d
         return ns
-
-    def _chain_frames(self, chain: tuple) -> tuple:
-        out = []
-        for i, h in enumerate(chain):
-            if i:
-                out.append(Frame(f"→ {h.comm}", "", MARKER))
-            if h.what == "blocked":
-                out.append(blocked_frame(h.state))
-                out.extend(self.frames(h.stack))
-            elif h.what == "on-CPU":
-                out.append(ONCPU_FRAME)
-                out.extend(self.frames(h.stack))
-            elif h.what == "run queue":
-                out.append(PREEMPTED_FRAME if h.state == "R+" else RUNQ_FRAME)
-            if h.root:
-                out.append(Frame(f"[{h.root}]", "", MARKER))
-        return tuple(out)
 
     def profile(self) -> Profile:
         samples = {}

@@ -22,6 +22,7 @@ from array import array
 from bisect import bisect_right
 from typing import NamedTuple, Optional
 
+from offconv.model.records import MARKER, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ_FRAME, Frame, blocked_frame
 from offconv.sched.causes import KTHREAD_COMM, Classifier, queued_wakeup, woken_by_timer, woken_in_interrupt
 
 ON, RQ, BLK = 0, 1, 2
@@ -284,3 +285,25 @@ def root_text(chain: tuple) -> str:
     if last.what == "run queue":
         return f"{last.comm} waiting for a CPU"
     return last.root or last.what
+
+
+def chain_stack(chain: tuple, frames) -> tuple:
+    """A chain as the frames of a stack (--mode critical-path), root first: the thread's
+    blocked state and stack, then ``→ WAKER`` and what the waker did (``[on-CPU]`` and the
+    stack it woke with, ``[run queue]``/``[preempted]``, or its blocked state and stack),
+    and so on, then ``[root]``. ``frames``: a stack's frames as drawn (-U/-K/-d)."""
+    out = []
+    for i, h in enumerate(chain):
+        if i:
+            out.append(Frame(f"→ {h.comm}", "", MARKER))
+        if h.what == "blocked":
+            out.append(blocked_frame(h.state))
+            out.extend(frames(h.stack))
+        elif h.what == "on-CPU":
+            out.append(ONCPU_FRAME)
+            out.extend(frames(h.stack))
+        elif h.what == "run queue":
+            out.append(PREEMPTED_FRAME if h.state == "R+" else RUNQ_FRAME)
+        if h.root:
+            out.append(Frame(f"[{h.root}]", "", MARKER))
+    return tuple(out)
