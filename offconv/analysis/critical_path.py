@@ -9,7 +9,7 @@ from typing import Optional
 from offconv.analysis.verdict import CAUSE_TEXT, cause_text
 from offconv.model.units import ns_to_us
 from offconv.sched.critical import (ROOT_CYCLE, ROOT_DISK, ROOT_INTERRUPT, ROOT_KERNEL, ROOT_NOT_SEEN,
-                                    ROOT_TIMER, UNATTRIBUTED, Lanes, critical_path)
+                                    ROOT_TIMER, UNATTRIBUTED, Lanes, Paths)
 
 TOP_CHAINS = 6          # chains listed per thread (the rest summed as "other chains")
 MIN_SHARE = 0.001       # chains under this share of the thread's time are summed
@@ -63,13 +63,13 @@ def _by_text(out: dict) -> dict:
     return by
 
 
-def thread_path(lanes: Lanes, tid, classify=None) -> Optional[dict]:
+def thread_path(paths: Paths, tid) -> Optional[dict]:
     """One thread's critical path as report data, or None when the trace shows too little
     of it (under MIN_WALL_NS of intervals)."""
-    lane = lanes.lane(tid)
+    lane = paths.lanes.lane(tid)
     if lane is None:
         return None
-    out = _by_text(critical_path(lanes, tid, classify))
+    out = _by_text(paths.of(tid))
     wall = sum(out.values())
     if wall < MIN_WALL_NS:
         return None
@@ -121,12 +121,12 @@ def report(lanes: Optional[Lanes], tids, classify=None) -> list:
     """The critical paths of ``tids`` (each once, in order) as report data."""
     if lanes is None:
         return []
-    out, seen = [], set()
+    out, seen, paths = [], set(), Paths(lanes, classify)
     for tid in tids:
         if tid in seen or tid is None:
             continue
         seen.add(tid)
-        p = thread_path(lanes, tid, classify)
+        p = thread_path(paths, tid)
         if p is not None:
             if lanes.full:
                 p["cut_at_ns"] = lanes.full_at

@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 
 from offconv.run.aggregate import PID_FROM_TID
 from offconv.analysis.threads import Analysis
-from offconv.sched.critical import Lanes, chain_stack, critical_path
+from offconv.sched.critical import Lanes, Paths, chain_stack
 from offconv.model.errors import OffconvError
 from offconv.sched.intervals import drive
 from offconv.model.inttable import IntTable
@@ -326,22 +326,22 @@ class _Builder:
                       b_ns)
 
     # -- the result -------------------------------------------------------------------
-    def critical_samples(self) -> dict:
+    def critical_samples(self) -> None:
         """--mode critical-path: each kept thread's blocked time along its wake-up chains
         (sched.critical), as stacks: its blocked stack, then ``→ WAKER`` and what the waker
         did (on CPU with the stack it woke with, run queue, or blocked with its stack, and
         so on), then the root; in ns."""
         lanes, ns = self.lanes, self.ns
+        paths = Paths(lanes, self.analysis.classify)
         for tid in sorted(lanes.by_tid, key=lambda t: (t.__class__ is not int, t)):
             lane = lanes.by_tid[tid]
             if not tid or not self.keep(lane.task):
                 continue
-            for chain, d in critical_path(lanes, tid, self.analysis.classify).items():
+            for chain, d in paths.of(tid).items():
                 if chain[0].what != "blocked":
                     continue
                 key = (self.thread(lane.task), chain_stack(chain, self.frames))
                 ns[key] = ns.get(key, 0) + d
-        return ns
 
     def profile(self) -> Profile:
         samples = {}

@@ -1,7 +1,7 @@
 """The wake-up critical path: where a thread's blocked time went, hop by hop.
 
 ``Lanes`` keeps every thread's intervals in time order (on CPU, run queue, blocked with
-its stack and waker), fed by the off-CPU path as it reads. ``critical_path(lanes, tid)``
+its stack and waker), fed by the off-CPU path as it reads. ``Paths(lanes).of(tid)``
 then attributes each blocked interval of the thread to what its waker did during it: the
 waker's time on CPU, its run-queue waits, and its own blocked intervals, which are followed
 to *their* wakers in turn, up to ``MAX_DEPTH`` hops, a thread met twice on one chain ending
@@ -164,19 +164,40 @@ class Hop(NamedTuple):
     root: str = ""
 
 
-class _Walker:
+class Paths:
+    """The critical paths of threads of one ``Lanes`` (``of(tid)``), with what every path
+    reads of a blocked interval -- its cause, its root by its waker -- kept per interval
+    (Lanes interns the interval's tuple, so its id names it) for all of them."""
+
     def __init__(self, lanes: Lanes, classify: Optional[Classifier] = None):
         self.lanes = lanes
         self.classify = classify or Classifier()
-        self._cause: dict = {}
+        self._cause: dict = {}       # id(info) -> (cause, label)
         self._roots: dict = {}       # id(info) -> its root by its waker alone
-        self.out: dict = {}          # chain (tuple of Hops) -> ns
+        self.out: dict = {}          # chain (tuple of Hops) -> ns, of the thread being walked
 
-    def cause(self, stack, waker_stack) -> tuple:
-        key = (stack, waker_stack)
-        c = self._cause.get(key)
+    def of(self, tid) -> dict:
+        """The chains of thread ``tid``'s time: {chain (tuple of Hops, the thread's own hop
+        first): ns}: each blocked interval along its wake-ups, and its own on-CPU and
+        run-queue time as one-hop chains. They add up to the thread's intervals."""
+        self.out = out = {}
+        lane = self.lanes.lane(tid)
+        if lane is None:
+            return out
+        task = lane.task
+        for s, e, k, info in zip(lane.starts, lane.ends, lane.kinds, lane.info):
+            if k == ON:
+                self.add((Hop(task.tid, task.comm, "on-CPU"),), e - s)
+            elif k == RQ:
+                self.add((Hop(task.tid, task.comm, "run queue", state="R+" if info else "R"),), e - s)
+            else:
+                self.interval((), (task.tid,), task, info, s, e)
+        return out
+
+    def cause(self, info) -> tuple:
+        c = self._cause.get(id(info))
         if c is None:
-            c = self._cause[key] = tuple(self.classify.period(stack, waker_stack, None))
+            c = self._cause[id(info)] = tuple(self.classify.period(info[1], info[3], None))
         return c
 
     def add(self, chain: tuple, ns: int) -> None:
@@ -185,7 +206,7 @@ class _Walker:
 
     def blocked_hop(self, task, info, root: str = "") -> "Hop":
         state, stack, waker, waker_stack = info
-        return Hop(task.tid, task.comm, "blocked", state, self.cause(stack, waker_stack), stack, root)
+        return Hop(task.tid, task.comm, "blocked", state, self.cause(info), stack, root)
 
     def root_of(self, info, chain_tids: tuple) -> Optional[str]:
         """The root a blocked interval ends at by its waker alone, else None (follow it)."""
@@ -201,18 +222,18 @@ class _Walker:
         if waker is None:
             return ROOT_NO_WAKEUP
         if queued_wakeup(waker, waker_stack):   # from another CPU: a disk's completion, or unnamed
-            return ROOT_DISK if self.cause(stack, waker_stack)[0] == "disk" else ROOT_QUEUED
+            return ROOT_DISK if self.cause(info)[0] == "disk" else ROOT_QUEUED
         if waker.tid == 0 or woken_in_interrupt(waker_stack):
             if woken_by_timer(waker_stack):
                 return ROOT_TIMER
-            return ROOT_DISK if self.cause(stack, waker_stack)[0] == "disk" else ROOT_INTERRUPT
+            return ROOT_DISK if self.cause(info)[0] == "disk" else ROOT_INTERRUPT
         if woken_by_timer(waker_stack):
             return ROOT_TIMER
         comm = waker.comm
         if DEVICE_COMM.match(comm):
             return ROOT_DISK
         if KTHREAD_COMM.match(comm):
-            if KWORKER.match(comm) and (state.startswith("D") or self.cause(stack, waker_stack)[0] == "disk"):
+            if KWORKER.match(comm) and (state.startswith("D") or self.cause(info)[0] == "disk"):
                 return ROOT_DISK
             return ROOT_KERNEL
         return None
@@ -257,22 +278,8 @@ class _Walker:
 
 
 def critical_path(lanes: Lanes, tid, classify: Optional[Classifier] = None) -> dict:
-    """The chains of thread ``tid``'s blocked time: {chain (tuple of Hops, the thread's
-    blocked hop first): ns}, and its own on-CPU and run-queue time as one-hop chains.
-    The ns of the chains add up to the thread's intervals in the trace."""
-    w = _Walker(lanes, classify)
-    lane = lanes.lane(tid)
-    if lane is None:
-        return {}
-    task = lane.task
-    for s, e, k, info in zip(lane.starts, lane.ends, lane.kinds, lane.info):
-        if k == ON:
-            w.add((Hop(task.tid, task.comm, "on-CPU"),), e - s)
-        elif k == RQ:
-            w.add((Hop(task.tid, task.comm, "run queue", state="R+" if info else "R"),), e - s)
-        else:
-            w.interval((), (task.tid,), task, info, s, e)
-    return w.out
+    """``Paths(lanes, classify).of(tid)``: one thread's chains."""
+    return Paths(lanes, classify).of(tid)
 
 
 def root_text(chain: tuple) -> str:
