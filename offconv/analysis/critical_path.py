@@ -15,7 +15,7 @@ TOP_CHAINS = 6          # chains listed per thread (the rest summed as "other ch
 MIN_SHARE = 0.001       # chains under this share of the thread's time are summed
 MIN_WALL_NS = 10_000_000  # a thread seen for less than this has no path worth telling
 
-# what to change at a root, by (root, cause of the blocked hop that ends there)
+# what to change at a root (the chain's last hop is blocked and ends there)
 ROOT_FIX = {ROOT_DISK: "its disk I/O: fewer or batched syncs (group commit), an async log, a faster device",
             ROOT_TIMER: "its timed wait: the sleep or timeout itself (shorten it, or wake on the event instead)",
             ROOT_INTERRUPT: "the device or network behind the interrupt",
@@ -29,7 +29,7 @@ def _hop_json(h) -> dict:
             "frames": [f.name for f in h.stack], "root": h.root or None}
 
 
-def hop_text(h, first: bool = False) -> str:
+def hop_text(h) -> str:
     who = f"{h.comm} (tid {h.tid})"
     if h.what == "blocked":
         cause = CAUSE_TEXT.get(h.cause[0], h.cause[0]) if h.cause else "blocked"
