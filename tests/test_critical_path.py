@@ -118,3 +118,53 @@ def test_an_interval_with_no_wakeup_seen_is_unattributed_with_the_reason():
     (chain, ns), = critical_path(lanes, 10).items()
     assert ns == 70 and len(chain) == 1 and chain[0].root == critical.ROOT_NO_WAKEUP
     assert chain[0].root in critical.UNATTRIBUTED
+
+
+# a queued wake-up: sched_wakeup runs on the target CPU, from the IPI, in its idle task
+IDLE = Task("swapper/0", 0, 0)
+QUEUED = k("flush_smp_call_function_queue", "sched_ttwu_pending", "ttwu_do_activate")
+
+
+def test_a_queued_wake_up_is_given_to_the_one_thread_then_on_another_cpu():
+    """The waker of a queued wake-up is not in the trace; the one thread that ran on any
+    CPU within QUEUED_WINDOW_NS before it (the server, on CPU 1, switched out 20 ns before
+    the IPI's wake-up) is taken as the waker, and the hop says so."""
+    lanes = lanes_of(
+        Period(CLIENT, "S", 0, 100, 100, RECV, IDLE, QUEUED),
+        OnCpu(SERVER, 0, 30, 1),
+        Period(SERVER, "D", 30, 70, 70, FSYNC, JBD2, ()),
+        OnCpu(SERVER, 70, 80, 1),
+    )
+    out = critical_path(lanes, 10)
+    assert chains(out) == {
+        (("client", "blocked", ""), ("server", "on-CPU", "")): 40,
+        (("client", "blocked", ""), ("server", "blocked", "disk I/O")): 40,
+        (("client", "blocked", ""), ("server", "not seen", critical.ROOT_NOT_SEEN)): 20,
+    }
+    assert all(c[0].inferred for c in out)
+
+
+def test_a_queued_wake_up_with_two_threads_on_other_cpus_is_not_guessed():
+    lanes = lanes_of(
+        Period(CLIENT, "S", 0, 100, 100, RECV, IDLE, QUEUED),
+        OnCpu(SERVER, 0, 95, 1),
+        OnCpu(HOLDER, 0, 99, 2),
+    )
+    out = critical_path(lanes, 10)
+    assert chains(out) == {(("client", "blocked", critical.ROOT_QUEUED),): 100}
+    assert not any(h.inferred for c in out for h in c)
+    # the window: a thread that last ran longer ago than it is not a candidate
+    lanes = lanes_of(
+        Period(CLIENT, "S", 0, 1_000_000, 1_000_000, RECV, IDLE, QUEUED),
+        OnCpu(SERVER, 0, 999_990, 1),
+        OnCpu(HOLDER, 0, 1_000_000 - critical.QUEUED_WINDOW_NS - 1, 2),
+    )
+    assert chains(critical_path(lanes, 10))[(("client", "blocked", ""), ("server", "on-CPU", ""))] == 999_990
+
+
+def test_a_queued_wake_up_of_a_sleep_is_its_timer():
+    lanes = lanes_of(
+        Period(CLIENT, "S", 0, 100, 100, NANOSLEEP, IDLE, QUEUED),
+        OnCpu(SERVER, 0, 100, 1),   # running elsewhere: not the sleep's waker
+    )
+    assert chains(critical_path(lanes, 10)) == {(("client", "blocked", critical.ROOT_TIMER),): 100}

@@ -26,7 +26,8 @@ ROOT_FIX = {ROOT_DISK: "its disk I/O: fewer or batched syncs (group commit), an 
 def _hop_json(h) -> dict:
     return {"tid": h.tid, "comm": h.comm, "state": h.what if h.what != "blocked" else h.state,
             "kind": h.what, "cause": list(h.cause) if h.cause else None,
-            "frames": [f.name for f in h.stack], "root": h.root or None}
+            "frames": [f.name for f in h.stack], "root": h.root or None,
+            "waker_inferred": h.inferred}
 
 
 def hop_text(h) -> str:
@@ -34,7 +35,8 @@ def hop_text(h) -> str:
     if h.what == "blocked":
         cause = CAUSE_TEXT.get(h.cause[0], h.cause[0]) if h.cause else "blocked"
         label = f", {h.cause[1]}" if h.cause and h.cause[1] else ""
-        return f"{who} blocked ({h.state}{label}: {cause})"
+        inferred = "; the waker inferred" if h.inferred else ""
+        return f"{who} blocked ({h.state}{label}: {cause}{inferred})"
     if h.what == "on-CPU":
         return f"{who} on CPU"
     if h.what == "run queue":
@@ -90,38 +92,50 @@ def thread_path(paths: Paths, tid) -> Optional[dict]:
 
 
 def _root(ranked: list, wall: int) -> Optional[dict]:
-    """Where the thread's blocked time leaving it ends, summed by the thread and root it ends
-    at (a lock handed on by other waiters ends at the same holder): the heaviest such end,
-    the root the verdict names, with the first hop of its heaviest chain. None if under 5%
-    of the thread's time leaves it."""
+    """Where the thread's blocked time leaving it ends, summed by the name of the thread and
+    the root it ends at (a lock handed on by other waiters ends at the same holder; three
+    children run in turn are one): the heaviest such end, the root the verdict names, with
+    the hops of its heaviest chain. None if under 5% of the thread's time leaves it."""
     ends: dict = {}
     for chain, ns in ranked:
         last = chain[-1]
         if chain[0].what != "blocked" or len(chain) < 2 or last.root in UNATTRIBUTED:
             continue
-        key = (last.tid, last.what, last.root, last.cause)
+        key = (last.comm, last.what, last.root, last.cause)
         got = ends.get(key)
-        ends[key] = (got[0] + ns, got[1]) if got else (ns, chain)   # (ns, heaviest chain)
+        if got:   # (ns, heaviest chain, the holders' tids)
+            got[2].add(last.tid)
+            ends[key] = (got[0] + ns, got[1], got[2])
+        else:
+            ends[key] = (ns, chain, {last.tid})
     if not ends:
         return None
-    key, (ns, chain) = max(ends.items(), key=lambda kv: (kv[1][0], repr(kv[0])))
+    key, (ns, chain, holders) = max(ends.items(), key=lambda kv: (kv[1][0], repr(kv[0])))
     if ns / wall < 0.05:
         return None
     last = chain[-1]
     fix = ROOT_FIX.get(last.root) if last.what == "blocked" else (
         "its CPU work (profile it on CPU)" if last.what == "on-CPU" else
         "the CPU it waits for (it is runnable, not running)" if last.what == "run queue" else None)
+    if (last.root == ROOT_TIMER and last.cause and last.cause[0] == "sleep"
+            and chain[-2].cause and chain[-2].cause[0] == "lock"):
+        fix = (f"its sleep while it holds the lock {chain[-2].comm} waits for (move the sleep "
+               "out of the critical section, or shorten it)")
     return {"share": round(ns / wall, 4), "first_hop": chain[1].comm, "first_hop_tid": chain[1].tid,
             "holder": last.comm, "holder_tid": last.tid, "holder_state": last.what,
+            "holder_tids": sorted(holders, key=lambda t: (t.__class__ is not int, t)),
             "root": last.root or last.what, "cause": list(last.cause) if last.cause else None,
+            "via": [{"comm": h.comm, "tid": h.tid, "cause": list(h.cause) if h.cause else None}
+                    for h in chain[1:-1]],
             "fix": fix, "text": chain_text(chain)}
 
 
-def report(lanes: Optional[Lanes], tids, classify=None) -> list:
-    """The critical paths of ``tids`` (each once, in order) as report data."""
+def report(lanes: Optional[Lanes], tids, classify=None, paths: Optional[Paths] = None) -> list:
+    """The critical paths of ``tids`` (each once, in order) as report data (``paths``: the
+    walker to reuse, with what it has read of the intervals)."""
     if lanes is None:
         return []
-    out, seen, paths = [], set(), Paths(lanes, classify)
+    out, seen, paths = [], set(), paths or Paths(lanes, classify)
     for tid in tids:
         if tid in seen or tid is None:
             continue
@@ -150,8 +164,59 @@ def select(lanes: Optional[Lanes], wanted: tuple) -> list:
 
 
 # the causes of a wait on another thread's answer, whose advice the root's replaces (a
-# lock's, a disk's, a peer's CPU work's own advice stands, and the chain is added to it)
-FOLLOWED = frozenset(("network", "local-socket", "other"))
+# lock's, a disk's, a peer's CPU work's own advice stands, and the chain is added to it);
+# a parent waiting for its children is a dependency on them
+FOLLOWED = frozenset(("network", "local-socket", "other", "child"))
+
+# a thread whose time ends this much or more at the verdict's thread is waiting on it: the
+# verdict is about the head of that chain (UPSTREAM_THREADS of the workload's, most
+# blocked first, are walked)
+UPSTREAM_SHARE = 0.3
+UPSTREAM_THREADS = 16
+
+
+def _waiting(an, tids) -> list:
+    """Of ``tids``, those worth walking: most blocked first, at most UPSTREAM_THREADS."""
+    rows = [an.threads[t] for t in tids if t in an.threads]
+    rows = [t for t in rows if t.wall_ns and t.blocked_ns >= t.wall_ns * UPSTREAM_SHARE]
+    return [t.tid for t in sorted(rows, key=lambda t: (-t.blocked_ns, t.tid))[:UPSTREAM_THREADS]]
+
+
+def upstream(paths: Paths, an, comms: set, tids, skip: frozenset = frozenset()) -> list:
+    """The threads of ``tids`` (not named in ``comms`` or ``skip``) whose blocked time ends
+    at a thread named in ``comms``, UPSTREAM_SHARE of their time or more: (path, root)
+    pairs, the longest chain first (the head of the chain), then the largest share."""
+    out = []
+    for tid in _waiting(an, tids):
+        lane = paths.lanes.lane(tid)
+        if lane is None or lane.task.comm in comms or lane.task.comm in skip:
+            continue
+        p = thread_path(paths, tid)
+        root = p and p["root"]
+        if root and root["holder"] in comms and root["share"] >= UPSTREAM_SHARE:
+            out.append((p, root))
+    return sorted(out, key=lambda pr: (-len(pr[1]["via"]), -pr[1]["share"], pr[0]["tid"]))
+
+
+def tell_oncpu(verdict: dict, paths: Paths, an) -> Optional[dict]:
+    """An on-cpu verdict: the workload's threads that wait on the threads it names (a
+    pipeline's other stages behind its CPU-bound one, a shell behind its children), said
+    in its reason; the first such path, or None."""
+    top = verdict.get("oncpu_top") or []
+    comms = {g["comm"] for g in top}
+    # the workload, and the threads left out as small or as idle waits only (a shell
+    # waiting for its children has no busy time or latency of its own)
+    tids = [t for w in verdict.get("workload", ()) for t in w["tids"]]
+    tids += [x["tid"] for x in verdict.get("left_out", ())
+             if x["reason"].startswith(("idle waits only", "small"))]
+    ups = sorted(((p, r) for p, r in upstream(paths, an, comms, tids) if r["holder_state"] == "on-CPU"),
+                 key=lambda pr: (-pr[1]["share"], pr[0]["tid"]))
+    if not ups:
+        return None
+    said = "; ".join(f"{p['comm']} (tid {p['tid']}) waits on {r['holder']}'s CPU work "
+                     f"{r['share']:.0%} of its time" for p, r in ups[:2])
+    verdict["reason"] = verdict["reason"].rstrip(".") + f". The bottleneck is that CPU work: {said}."
+    return ups[0][0]
 
 
 def tell_verdict(verdict: dict, root: Optional[dict]) -> None:
@@ -162,8 +227,15 @@ def tell_verdict(verdict: dict, root: Optional[dict]) -> None:
     verdict["critical_root"] = root
     if not root or root["holder_tid"] == cause["tid"] or not root["fix"]:
         return
-    went = (f"the wait goes to {root['holder']} (tid {root['holder_tid']}): "
-            f"{root['share']:.0%} of this thread's time ends in {_root_words(root)}")
+    via = "".join(f"{h['comm']} (tid {h['tid']}"
+                  + (f", {CAUSE_TEXT.get(h['cause'][0], h['cause'][0])}" if h["cause"] else "") + ") to "
+                  for h in root.get("via", ()))
+    went = (f"the wait goes {'through ' + via if via else 'to '}{root['holder']} (tid "
+            f"{root['holder_tid']}): {root['share']:.0%} of this thread's time ends in {_root_words(root)}")
+    n = len(root.get("holder_tids", ()))
+    if n > 1:
+        went = went.replace(f"{root['holder']} (tid {root['holder_tid']})", f"{root['holder']} ({n} threads)", 1)
+        went = went.replace("that thread's", "their")
     if cause.get("cause") in FOLLOWED and cause.get("next_step") in verdict["reason"]:
         advice = f"{went}; change {root['fix']}"
         verdict["reason"] = verdict["reason"].replace(cause["next_step"], advice, 1)

@@ -30,7 +30,7 @@ capacity is undecided and the reason says so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from offconv.sched.causes import IDLE_CAUSES, KTHREAD_COMM, UNREAD, UNREAD_ANY, UNRESOLVED_ANY
@@ -336,14 +336,8 @@ def decide(an, ropts: ReportOptions) -> Decision:
     cause = max(sorted(weights), key=lambda c: weights[c]) if weights and max(weights.values()) else None
     cause_thread, cause_share, cause_p99, waker = None, 0.0, 0, None
     if cause is not None:
-        def of(t):
-            return t.by_cause.get(cause, 0) + (t.unknown_by_cause.get(cause, 0) if uncertain else 0)
-        cause_thread = max(ts, key=lambda t: (of(t), -t.tid))
-        cause_share = of(cause_thread) / cause_thread.wall_ns if cause_thread.wall_ns else 0.0
-        arr = Runs((cause_thread.cause_durations.get(cause[0], ()),))
-        cause_p99 = ns_to_us(percentile(arr, 99) or 0)
-        wk = {w: ns for (c, w), ns in cause_thread.wakers.items() if c == cause}
-        waker = max(sorted(wk), key=lambda w: wk[w]) if wk else None
+        cause_thread = max(ts, key=lambda t: (_of(t, cause, uncertain), -t.tid))
+        cause_share, cause_p99, waker = _cause_of(cause_thread, cause, uncertain)
     if runq_long is None:
         answer = "waiting" if blocked_long else "on-cpu"
     else:
@@ -354,6 +348,33 @@ def decide(an, ropts: ReportOptions) -> Decision:
                     cause_share, cause_p99, waker, runq_thread, sc, idle_counted, throttled,
                     unresolved_share(an), _busy_beside(sc, ts) if answer == "waiting" else None,
                     _pinned(an, ts) if answer in ("capacity", "both") else None)
+
+
+def _of(t, cause: tuple, uncertain: bool) -> int:
+    return t.by_cause.get(cause, 0) + (t.unknown_by_cause.get(cause, 0) if uncertain else 0)
+
+
+def _cause_of(t, cause: tuple, uncertain: bool) -> tuple:
+    """A thread's (share of its wall time, p99 µs, its most frequent waker) for a cause."""
+    share = _of(t, cause, uncertain) / t.wall_ns if t.wall_ns else 0.0
+    p99 = ns_to_us(percentile(Runs((t.cause_durations.get(cause[0], ()),)), 99) or 0)
+    wk = {w: ns for (c, w), ns in t.wakers.items() if c == cause}
+    return share, p99, (max(sorted(wk), key=lambda w: wk[w]) if wk else None)
+
+
+def anchored(d: Decision, t) -> Decision:
+    """The decision told about thread ``t`` instead of its cause's thread: ``t``'s own top
+    latency cause, with its share, p99 and waker (the answer and the numbers of the
+    workload stay). The critical path moves a verdict about a thread others wait on to the
+    thread at the head of that chain (offconv.analysis.critical_path)."""
+    causes = {c: _of(t, c, d.uncertain) for c in set(t.by_cause) | set(t.unknown_by_cause)
+              if _latency(c, d.idle_counted)}
+    if not causes or not max(causes.values()):
+        return d
+    cause = max(sorted(causes), key=lambda c: causes[c])
+    share, p99, waker = _cause_of(t, cause, d.uncertain)
+    return replace(d, cause=cause, cause_thread=t, cause_share=share, cause_p99_us=p99,
+                   waker=waker, busy_thread=None)
 
 
 # the core's on-CPU time on a subset of the CPUs, this share of it or more, while every other

@@ -185,26 +185,47 @@ def report_data(profile, opts=None) -> dict:
             data["shape"]["runq"] = {"modes": [], "tail_ratio": None, "first_bucket_only": False,
                                      "text": "not measured (a `perf record -p` recording)"}
         data["histogram_details"] = histogram_rows(profile.histograms)
-        data["critical_path"] = _critical_paths(an, data["verdict"], ropts)
+        data["critical_path"] = _critical_paths(an, data, ropts)
     data["mode"] = profile.mode
     data["warnings"] = list(profile.warnings)
     profile.summary = ((ropts, naming), data)
     return data
 
 
-def _critical_paths(an: Analysis, verdict: dict, ropts: ReportOptions) -> list:
-    """The wake-up critical paths of the thread the verdict names (its cause's thread,
-    else the workload's first) and of those --critical-path names; the verdict is told
-    the first one's root."""
+def _critical_paths(an: Analysis, data: dict, ropts: ReportOptions) -> list:
+    """The wake-up critical paths of the thread the verdict names and of those
+    --critical-path names. A waiting verdict about a thread others wait on (the holder of
+    a lock a server waits for, a client behind that server) is told about the head of that
+    chain instead; an on-cpu verdict is told who waits on its threads (a pipeline's stages,
+    a shell's children). The verdict is told the first path's root."""
     from offconv.analysis import critical_path
-    tids = []
+    from offconv.analysis.rules import anchored, decide
+    from offconv.analysis.verdict import verdict as verdict_of
+    if an.lanes is None:
+        return []
+    verdict = data["verdict"]
+    paths = critical_path.Paths(an.lanes, an.classify)
+    workload = [t for w in verdict.get("workload") or () for t in w["tids"]]
     cause = verdict.get("cause")
+    tids = []
+    if cause and isinstance(cause.get("tid"), int) and verdict["answer"] in ("waiting", "both"):
+        # (a thread the verdict's own wait ends at is its partner, not upstream: two
+        # threads that take turns with a lock wait on each other)
+        own = critical_path.thread_path(paths, cause["tid"])
+        partner = {own["root"]["holder"]} if own and own["root"] else set()
+        ups = critical_path.upstream(paths, an, {cause["comm"]}, workload, skip=partner)
+        if ups:
+            head = an.threads[ups[0][0]["tid"]]
+            verdict = data["verdict"] = verdict_of(an, ropts, anchored(decide(an, ropts), head))
+            cause = verdict["cause"]
     if cause and isinstance(cause.get("tid"), int):
         tids.append(cause["tid"])
+    elif verdict["answer"] == "on-cpu" and (head := critical_path.tell_oncpu(verdict, paths, an)):
+        tids.append(head["tid"])
     elif verdict.get("workload"):
         tids.extend(verdict["workload"][0]["tids"][:1])
     tids.extend(critical_path.select(an.lanes, ropts.critical_path))
-    paths = critical_path.report(an.lanes, tids, an.classify)
-    if paths and cause and paths[0]["tid"] == cause.get("tid"):
-        critical_path.tell_verdict(verdict, paths[0]["root"])
-    return paths
+    out = critical_path.report(an.lanes, tids, paths=paths)
+    if out and cause and out[0]["tid"] == cause.get("tid"):
+        critical_path.tell_verdict(verdict, out[0]["root"])
+    return out

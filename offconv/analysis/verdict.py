@@ -188,19 +188,43 @@ def _explain(d: Decision, ropts: ReportOptions) -> str:
             "on-CPU (perf record -F 99 -g).")
 
 
-ONCPU_NAMED = 3   # the threads an on-cpu answer names, most time on CPU first
+ONCPU_NAMED = 3   # the names an on-cpu answer gives, most time on CPU first
+
+
+def oncpu_top(d: Decision) -> list:
+    """Whose CPU time it is: the workload's threads by name, (comm, [threads], on-CPU ns),
+    the names with the most of it (1 ms or more, a tenth of the first's or more)."""
+    groups: dict = {}
+    for t in d.scope.threads:
+        if t.wall_ns and t.oncpu_ns:
+            groups.setdefault(t.comm, []).append(t)
+    ranked = []
+    for c, ts in groups.items():
+        # a name's busy threads (a tenth of its busiest one's share of life or more): a Go
+        # program's two spinning threads, not its idle ones beside them
+        top = max(t.oncpu_ns / t.wall_ns for t in ts)
+        ts = sorted((t for t in ts if t.oncpu_ns / t.wall_ns * 10 >= top), key=lambda t: t.tid)
+        ranked.append((c, ts, sum(t.oncpu_ns for t in ts)))
+    ranked.sort(key=lambda g: (-g[2], g[0]))
+    ranked = [g for g in ranked[:ONCPU_NAMED] if g[2] >= 1_000_000]
+    return [g for g in ranked if g[2] * 10 >= ranked[0][2]]
 
 
 def _oncpu_who(d: Decision) -> str:
-    """Whose CPU time it is: the workload's threads with the most of it (1 ms or more)."""
-    ts = sorted((t for t in d.scope.threads if t.oncpu_ns >= 1_000_000 and t.wall_ns),
-                key=lambda t: (-t.oncpu_ns, t.tid))[:ONCPU_NAMED]
-    if not ts:
+    top = oncpu_top(d)
+    if not top:
         return ""
-    ts = [t for t in ts if t.oncpu_ns * 10 >= ts[0].oncpu_ns]   # a tenth of the first, or more
-    who = ", ".join(f"{_who(t)} {human_us(ns_to_us(t.oncpu_ns))} ({t.oncpu_ns / t.wall_ns:.0%} of its "
-                    "wall time)" for t in ts)
-    return f"; most of it: {who}"
+    parts = []
+    for comm, ts, ns in top:
+        wall = sum(t.wall_ns for t in ts)
+        if len(ts) == 1:
+            parts.append(f"{_who(ts[0])} {human_us(ns_to_us(ns))} ({ns / wall:.0%} of its wall time)")
+        else:
+            pids = {t.pid for t in ts}   # (perf script's default fields have no pid)
+            what = ("tasks" if None in pids else "processes" if len(pids) == len(ts) else "threads")
+            parts.append(f"{comm} ({len(ts)} {what}) {human_us(ns_to_us(ns))} ({ns / wall:.0%} of "
+                         "their wall time)")
+    return "; most of it: " + ", ".join(parts)
 
 
 def verdict(an, ropts: ReportOptions, d: Optional[Decision] = None) -> dict:
@@ -226,6 +250,9 @@ def verdict(an, ropts: ReportOptions, d: Optional[Decision] = None) -> dict:
             "comm": d.cause_thread.comm, "tid": d.cause_thread.tid,
             "share_of_thread": round(d.cause_share, 4), "p99_us": d.cause_p99_us,
             "woken_by": d.waker, "next_step": _fix(d)},
+        "oncpu_top": [{"comm": c, "tids": [t.tid for t in ts], "oncpu_us": ns_to_us(ns),
+                       "share": round(ns / sum(t.wall_ns for t in ts), 4)}
+                      for c, ts, ns in (oncpu_top(d) if d.answer == "on-cpu" else ())],
         "busy_beside": None if d.busy_thread is None else {
             "comm": d.busy_thread.comm, "tid": d.busy_thread.tid,
             "oncpu_share": round(d.busy_thread.oncpu_ns / d.busy_thread.wall_ns, 4)},

@@ -28,6 +28,10 @@ from offconv.sched.causes import KTHREAD_COMM, Classifier, queued_wakeup, woken_
 ON, RQ, BLK = 0, 1, 2
 MAX_DEPTH = 8
 MAX_INTERVALS = 1_000_000
+# a queued wake-up's waker (sched_wakeup shows the target CPU's idle task) is taken to be
+# the one thread seen on a CPU within this long before it: the IPI follows the waker's
+# try_to_wake_up by microseconds, and the waker may block right after it
+QUEUED_WINDOW_NS = 100_000
 # kernel threads that stand for a device's work: a wait they end is I/O
 DEVICE_COMM = re.compile(r"^(jbd2/|nvme|kblockd|loop\d+|scsi_|xfsaild/|md\d*_|dm[-_]|"
                          r"kworker/.*(blk|kblockd|flush|writeback|nvme|xfs|ext4|btrfs))")
@@ -94,6 +98,8 @@ class Lanes:
         self.full_at: Optional[int] = None   # the time of the first interval not kept
         self.last_ns = 0
         self._info: dict = {}   # one tuple per distinct (state, stack, waker, waker stack)
+        self._cpus: dict = {}   # cpu -> (starts, ends, tids): who ran there, in time order
+        self._cpus_sorted = True
 
     def _lane(self, task) -> Optional[_Lane]:
         if self.n >= self.max:
@@ -115,6 +121,16 @@ class Lanes:
             return self._stop(rec.start_ns)
         lane.add(rec.start_ns, rec.end_ns, ON, None)
         self.n += 1
+        tid = rec.task.tid
+        if rec.cpu >= 0 and tid and rec.end_ns > rec.start_ns:
+            c = self._cpus.get(rec.cpu)
+            if c is None:
+                c = self._cpus[rec.cpu] = (array("q"), array("q"), [])
+            if c[1] and rec.start_ns < c[1][-1]:
+                self._cpus_sorted = False
+            c[0].append(rec.start_ns)
+            c[1].append(rec.end_ns)
+            c[2].append(tid)
         if rec.end_ns > self.last_ns:
             self.last_ns = rec.end_ns
 
@@ -140,6 +156,25 @@ class Lanes:
         if last is not None and last > self.last_ns:
             self.last_ns = last
 
+    def sole_runner(self, t: int, not_tid, window: int = QUEUED_WINDOW_NS):
+        """The one thread other than ``not_tid`` (and the idle task) that was the last to
+        run before ``t`` on a CPU and ran there within ``window`` of ``t``; None if none or
+        several (on several CPUs) were."""
+        if not self._cpus_sorted:
+            for cpu, (starts, ends, tids) in list(self._cpus.items()):
+                order = sorted(range(len(starts)), key=starts.__getitem__)
+                self._cpus[cpu] = (array("q", (starts[i] for i in order)),
+                                   array("q", (ends[i] for i in order)), [tids[i] for i in order])
+            self._cpus_sorted = True
+        found = None
+        for starts, ends, tids in self._cpus.values():
+            i = bisect_right(starts, t) - 1      # the CPU's last thread to run before t
+            if i >= 0 and ends[i] >= t - window and tids[i] != not_tid and tids[i] != found:
+                if found is not None:
+                    return None
+                found = tids[i]
+        return self.by_tid[found].task if found is not None else None
+
     def lane(self, tid) -> Optional[_Lane]:
         lane = self.by_tid.get(tid)
         if lane is not None:
@@ -153,7 +188,8 @@ class Hop(NamedTuple):
     """One step of a chain: ``what`` is "blocked", "on-CPU", "run queue" or "not seen";
     ``cause`` (cause, label) of a blocked hop; ``stack`` its blocked stack (frames) or, on
     CPU, the stack it woke the thread before with; ``root`` what ends the chain there, or
-    ""."""
+    ""; ``inferred``: a blocked hop whose waker the trace does not name (a queued
+    wake-up), taken to be the one thread then on another CPU (``Lanes.sole_runner``)."""
 
     tid: object
     comm: str
@@ -162,6 +198,7 @@ class Hop(NamedTuple):
     cause: Optional[tuple] = None
     stack: tuple = ()
     root: str = ""
+    inferred: bool = False
 
 
 class Paths:
@@ -191,7 +228,7 @@ class Paths:
             elif k == RQ:
                 self.add((Hop(task.tid, task.comm, "run queue", state="R+" if info else "R"),), e - s)
             else:
-                self.interval((), (task.tid,), task, info, s, e)
+                self.interval((), (task.tid,), task, info, s, e, e)
         return out
 
     def cause(self, info) -> tuple:
@@ -204,9 +241,8 @@ class Paths:
         if ns > 0:
             self.out[chain] = self.out.get(chain, 0) + ns
 
-    def blocked_hop(self, task, info, root: str = "") -> "Hop":
-        state, stack, waker, waker_stack = info
-        return Hop(task.tid, task.comm, "blocked", state, self.cause(info), stack, root)
+    def blocked_hop(self, task, info, root: str = "", inferred: bool = False) -> "Hop":
+        return Hop(task.tid, task.comm, "blocked", info[0], self.cause(info), info[1], root, inferred)
 
     def root_of(self, info, chain_tids: tuple) -> Optional[str]:
         """The root a blocked interval ends at by its waker alone, else None (follow it)."""
@@ -221,8 +257,9 @@ class Paths:
         state, stack, waker, waker_stack = info
         if waker is None:
             return ROOT_NO_WAKEUP
-        if queued_wakeup(waker, waker_stack):   # from another CPU: a disk's completion, or unnamed
-            return ROOT_DISK if self.cause(info)[0] == "disk" else ROOT_QUEUED
+        if queued_wakeup(waker, waker_stack):   # from another CPU: a disk's completion, a
+            cause = self.cause(info)[0]          # sleep's timer, or a thread not named
+            return ROOT_DISK if cause == "disk" else ROOT_TIMER if cause == "sleep" else ROOT_QUEUED
         if waker.tid == 0 or woken_in_interrupt(waker_stack):
             if woken_by_timer(waker_stack):
                 return ROOT_TIMER
@@ -238,17 +275,23 @@ class Paths:
             return ROOT_KERNEL
         return None
 
-    def interval(self, prefix: tuple, chain_tids: tuple, task, info, a: int, b: int) -> None:
-        """Attribute [a, b) of a blocked interval of ``task`` (``info``) to its waker."""
+    def interval(self, prefix: tuple, chain_tids: tuple, task, info, a: int, b: int, wake: int) -> None:
+        """Attribute [a, b) of a blocked interval of ``task`` (``info``, woken at ``wake``)
+        to its waker."""
         root = self.root_of(info, chain_tids)
+        waker, waker_stack, inferred = info[2], info[3], False
+        if root == ROOT_QUEUED:
+            w = self.lanes.sole_runner(wake, task.tid)
+            if w is not None:
+                waker, waker_stack, inferred = w, (), True
+                root = ROOT_CYCLE if w.tid in chain_tids else None
         if root is None and len(prefix) >= MAX_DEPTH - 1:
             root = ROOT_DEPTH
         if root is not None:
-            self.add(prefix + (self.blocked_hop(task, info, root),), b - a)
+            self.add(prefix + (self.blocked_hop(task, info, root, inferred),), b - a)
             return
-        waker = info[2]
-        here = prefix + (self.blocked_hop(task, info),)
-        self.waker_during(here, chain_tids + (waker.tid,), waker, info[3], a, b)
+        here = prefix + (self.blocked_hop(task, info, inferred=inferred),)
+        self.waker_during(here, chain_tids + (waker.tid,), waker, waker_stack, a, b)
 
     def waker_during(self, prefix: tuple, chain_tids: tuple, waker, waker_stack, a: int, b: int) -> None:
         """What ``waker`` did during [a, b): its intervals there, followed where it blocked."""
@@ -269,7 +312,7 @@ class Paths:
                         self.add(prefix + (Hop(waker.tid, lane.task.comm, "run queue",
                                                state="R+" if info[i] else "R"),), e - s)
                     else:
-                        self.interval(prefix, chain_tids, lane.task, info[i], s, e)
+                        self.interval(prefix, chain_tids, lane.task, info[i], s, e, ends[i])
                     t = e
                 i += 1
         if t < b:

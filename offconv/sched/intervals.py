@@ -323,7 +323,11 @@ class _Machine:
         if st is not None and st.phase != ON:
             self._missed_switch_in(st, key, cpu, t)
         elif st is not None and self.oncpu:
-            self.emit(OnCpu(prev if prev.pid is not None else (st.task or prev), st.start, t,
+            # the switch-out's task (its name now: a thread renamed while on CPU), or the
+            # switch-in's where only that one knows the pid under the same name
+            keep = st.task if (prev.pid is None and st.task is not None and st.task.pid is not None
+                               and st.task.comm == prev.comm) else prev
+            self.emit(OnCpu(keep, st.start, t,
                             cpu if cpu.__class__ is int else -1))
 
     def _off(self, ev: SchedEvent, prev: Task, key, t: int, dead: bool) -> None:
