@@ -68,6 +68,14 @@ EXPECTED = {
                        says=["tick-loop"], must_not_say=["add cores"], top_root="timer"),
 }
 
+# A recording filtered to one name (scripts/record.sh --comm filt-hog): filt-hog spins on
+# CPU 0 beside bg-ticker (another process, 1 ms of work every 5 ms, on CPU 0 too), which
+# the filter shows only where it takes or gives back filt-hog's CPU. Written 2026-12-07
+# before it was recorded: bg-ticker is left out of the verdict, said so with how much of it
+# was seen, and the run-queue share is filt-hog's alone.
+FILTERED = dict(name="filtered_hog", workload=["filt-hog"], left_out="bg-ticker",
+                left_out_says=["filter", "switches in"], answer="capacity")
+
 
 def _workloads():
     spec = importlib.util.spec_from_file_location("critical_workloads", HERE / "workloads.py")
@@ -150,3 +158,33 @@ def test_fresh_recording(name, tmp_path):
         pytest.skip(why)
     text = _workloads().record(name, tmp_path, seconds=2.0)
     check(name, text)
+
+
+def check_filtered(path: Path) -> None:
+    exp = FILTERED
+    r = report(path)
+    v = r["verdict"]
+    assert [w["comm"] for w in v["workload"]] == exp["workload"], v["workload"]
+    out = [x for x in v["left_out"] if x["comm"] == exp["left_out"]]
+    assert out, v["left_out"]
+    for word in exp["left_out_says"]:
+        assert all(word in x["reason"] for x in out), out
+    assert v["answer"] == exp["answer"], v["reason"]
+    hog = [t for t in r["threads"] if t["comm"] == "filt-hog"]
+    assert len(hog) == 1
+    # the verdict's run-queue share is filt-hog's own: its waits over its wall time
+    runq = hog[0]["runq_us"] - hog[0].get("runq_idle_us", 0)
+    wall = hog[0]["oncpu_us"] + hog[0]["blocked_us"] + hog[0]["runq_us"]
+    assert abs(v["runq_share"] - runq / wall) < 0.02, (v["runq_share"], hog[0])
+
+
+def test_kept_filtered_recording():
+    check_filtered(HERE / FILTERED["name"] / f"{FILTERED['name']}.perf-script.txt.gz")
+
+
+@pytest.mark.slow
+def test_fresh_filtered_recording(tmp_path):
+    why = _why_not(FILTERED["name"])
+    if why:
+        pytest.skip(why)
+    check_filtered(_workloads().record(FILTERED["name"], tmp_path, seconds=2.0))
