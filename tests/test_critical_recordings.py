@@ -170,6 +170,8 @@ def check_filtered(path: Path) -> None:
     for word in exp["left_out_says"]:
         assert all(word in x["reason"] for x in out), out
     assert v["answer"] == exp["answer"], v["reason"]
+    # (added after the recording: the filter hides the other CPUs, and the reason says so)
+    assert "whether other CPUs sat idle is not seen" in v["reason"], v["reason"]
     hog = [t for t in r["threads"] if t["comm"] == "filt-hog"]
     assert len(hog) == 1
     # the verdict's run-queue share is filt-hog's own: its waits over its wall time

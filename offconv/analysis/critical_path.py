@@ -8,6 +8,7 @@ from typing import Optional
 
 from offconv.analysis.verdict import CAUSE_TEXT, cause_text
 from offconv.model.units import ns_to_us
+from offconv.sched.causes import INTERRUPT_WAKER_NAME, TIMER_WAKER_NAME
 from offconv.sched.critical import (ROOT_CYCLE, ROOT_DISK, ROOT_INTERRUPT, ROOT_KERNEL, ROOT_NOT_SEEN,
                                     ROOT_TIMER, UNATTRIBUTED, Lanes, Paths)
 
@@ -67,7 +68,15 @@ def _by_text(out: dict) -> dict:
 
 def thread_path(paths: Paths, tid) -> Optional[dict]:
     """One thread's critical path as report data, or None when the trace shows too little
-    of it (under MIN_WALL_NS of intervals)."""
+    of it (under MIN_WALL_NS of intervals). Kept in ``paths.memo``: the verdict and the
+    report ask for the same threads."""
+    if tid in paths.memo:
+        return paths.memo[tid]
+    p = paths.memo[tid] = _thread_path(paths, tid)
+    return p
+
+
+def _thread_path(paths: Paths, tid) -> Optional[dict]:
     lane = paths.lanes.lane(tid)
     if lane is None:
         return None
@@ -178,7 +187,10 @@ UPSTREAM_THREADS = 16
 def _waiting(an, tids) -> list:
     """Of ``tids``, those worth walking: most blocked first, at most UPSTREAM_THREADS."""
     rows = [an.threads[t] for t in tids if t in an.threads]
-    rows = [t for t in rows if t.wall_ns and t.blocked_ns >= t.wall_ns * UPSTREAM_SHARE]
+    # (a wait a timer or an interrupt ended goes to no thread: only the rest can reach one)
+    rows = [t for t in rows if t.wall_ns and sum(
+        ns for (_, w), ns in t.wakers.items() if w not in (TIMER_WAKER_NAME, INTERRUPT_WAKER_NAME)
+    ) >= t.wall_ns * UPSTREAM_SHARE]
     return [t.tid for t in sorted(rows, key=lambda t: (-t.blocked_ns, t.tid))[:UPSTREAM_THREADS]]
 
 

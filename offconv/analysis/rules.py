@@ -37,7 +37,7 @@ from offconv.sched.causes import IDLE_CAUSES, KTHREAD_COMM, UNREAD, UNREAD_ANY, 
 from offconv.analysis.lifetimes import MAX_GENERATIONS
 from offconv.sched.latency import Runs, percentile
 from offconv.model.options import ReportOptions
-from offconv.model.units import ns_to_us, plural
+from offconv.model.units import human_us, ns_to_us, plural
 
 TRACER = re.compile(r"^(perf|perf-exec|bpftrace|offconv)$")
 # kernel threads bound to one CPU (the number is the CPU; `kworker/u8:2` is unbound): a
@@ -83,6 +83,9 @@ class Decision:
     # "capacity": the core ran on some CPUs while the others sat idle (affinity):
     # (CPUs it ran on, the idle CPUs, their idle share of the trace)
     pinned: Optional[tuple] = None
+    # "capacity" in a recording filtered in the kernel (record.sh -p/--comm/-- CMD): the
+    # CPUs the core ran on -- whether the others sat idle is not in the trace
+    filtered_cpus: Optional[tuple] = None
 
 
 def _latency(cause: tuple, idle_counted: bool) -> bool:
@@ -153,7 +156,8 @@ def scope(an, ropts: ReportOptions) -> Scope:
               and t.no_wakeup >= 2):
             # (a trace of sched_waking alone -- perf sched record -- misses some wake-ups
             # that sched_wakeup shows: there, a thread never seen woken is no filter's sign)
-            left.append((t.comm, t.tid, "never seen woken (outside the recording's filter?)"))
+            left.append((t.comm, t.tid, "never seen woken (outside the recording's filter?): "
+                                        f"{_seen(t)}"))
         elif not an.threads_filtered and busy_ns(t, False) == 0:
             left.append((t.comm, t.tid, "idle waits only (poll/epoll, timed waits, waiting "
                                         "for work, child processes)"))
@@ -192,7 +196,8 @@ def scope(an, ropts: ReportOptions) -> Scope:
                   and not created(t)]
         for t in unseen:
             left.append((t.comm, t.tid, "a switch partner in a filtered recording (most of its "
-                                        "waits end with no wake-up seen)"))
+                                        "waits end with no wake-up seen): "
+                                        f"{t.no_wakeup} of {t.no_wakeup + t.woken} waits, {_seen(t)}"))
         kept = [t for t in kept if t not in rare and t not in unseen]
         # a kernel thread is no user command's, but for a recording of kernel threads only
         # (DAMON's kdamond.0, busy 1 s beside a Java lock's four threads, was named with
@@ -233,6 +238,11 @@ def scope(an, ropts: ReportOptions) -> Scope:
     for _, ts, share in small:
         left.extend((t.comm, t.tid, f"small: {share:.1%} of the busy time") for t in ts)
     return Scope([t for _, ts, _ in work for t in ts], work, left)
+
+
+def _seen(t) -> str:
+    """How much of a thread the trace shows: its switches and its time in the trace."""
+    return f"{plural(t.switches, 'switch', 'switches')} in {human_us(ns_to_us(t.wall_ns))}"
 
 
 def _claim_ns(t) -> int:
@@ -347,7 +357,9 @@ def decide(an, ropts: ReportOptions) -> Decision:
                     runq_p99, blocked_p99, ns_to_us(idle_wakeup), cause, cause_thread,
                     cause_share, cause_p99, waker, runq_thread, sc, idle_counted, throttled,
                     unresolved_share(an), _busy_beside(sc, ts) if answer == "waiting" else None,
-                    _pinned(an, ts) if answer in ("capacity", "both") else None)
+                    pinned := _pinned(an, ts) if answer in ("capacity", "both") else None,
+                    tuple(sorted(cpus_used(an, ts))) if (answer == "capacity" and pinned is None
+                                                         and an.recorder_filtered) else None)
 
 
 def _of(t, cause: tuple, uncertain: bool) -> int:
@@ -385,24 +397,30 @@ PINNED_ONCPU = 0.98
 PINNED_IDLE = 0.5
 
 
-def _pinned(an, ts) -> Optional[tuple]:
-    span = (an.last_ns - an.first_ns) if an.first_ns is not None and an.last_ns is not None else 0
-    cpus = set(an.cpu_busy)
-    if not span or len(cpus) < 2:
-        return None
+def cpus_used(an, ts) -> list:
+    """The CPUs that hold PINNED_ONCPU of the threads' time on CPU, most first."""
     on: dict = {}
     for t in ts:
         for cpu, ns in an.thread_cpu.get(t.tid, {}).items():
             on[cpu] = on.get(cpu, 0) + ns
     total = sum(on.values())
-    if not total:
-        return None
     used, acc = [], 0
     for cpu, ns in sorted(on.items(), key=lambda kv: (-kv[1], kv[0])):
-        used.append(cpu)
-        acc += ns
         if acc >= total * PINNED_ONCPU:
             break
+        used.append(cpu)
+        acc += ns
+    return used
+
+
+def _pinned(an, ts) -> Optional[tuple]:
+    span = (an.last_ns - an.first_ns) if an.first_ns is not None and an.last_ns is not None else 0
+    cpus = set(an.cpu_busy)
+    if not span or len(cpus) < 2:
+        return None
+    used = cpus_used(an, ts)
+    if not used:
+        return None
     idle = sorted(cpus - set(used))
     if not idle:
         return None

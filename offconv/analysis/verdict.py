@@ -175,9 +175,14 @@ def _explain(d: Decision, ropts: ReportOptions) -> str:
                 "trace: fix the affinity (taskset, cpuset, sched_setaffinity, a container's "
                 "cpuset.cpus); more cores would change nothing, nor would the blocking paths.")
     if d.answer == "capacity":
+        unseen = ""
+        if d.filtered_cpus:
+            unseen = (" (the recording is filtered to these threads: whether other CPUs sat "
+                      f"idle is not seen; they ran on CPU {_cpus(d.filtered_cpus)}: if an "
+                      "affinity holds them there, widen it first)")
         return (f"{runq}; blocked {d.blocked_share:.0%}: the threads are runnable but wait "
-                "for a CPU: add cores, run fewer jobs at once or change priorities; the "
-                "blocking paths are not the problem.")
+                f"for a CPU: add cores, run fewer jobs at once or change priorities{unseen}; "
+                "the blocking paths are not the problem.")
     if d.runq_long is None:
         return (f"blocked {d.blocked_share:.0%} of the workload's wall time, p99 "
                 f"{human_us(d.blocked_p99_us)}; {runq}: record system-wide to decide "

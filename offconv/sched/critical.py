@@ -212,6 +212,7 @@ class Paths:
         self._cause: dict = {}       # id(info) -> (cause, label)
         self._roots: dict = {}       # id(info) -> its root by its waker alone
         self.out: dict = {}          # chain (tuple of Hops) -> ns, of the thread being walked
+        self.memo: dict = {}         # tid -> what a caller made of that thread's path
 
     def of(self, tid) -> dict:
         """The chains of thread ``tid``'s time: {chain (tuple of Hops, the thread's own hop
