@@ -18,12 +18,13 @@ WARN_MB=${OFFCONV_RECORD_WARN_MB:-256}          # warn when perf.data grows past
 MAX_MB=${OFFCONV_RECORD_MAX_MB:-1024}           # perf record --max-size: hard stop
 BT_MAP_KEYS=${OFFCONV_RECORD_MAP_KEYS:-65536}   # BPFTRACE_MAP_KEYS_MAX
 MMAP=${OFFCONV_RECORD_MMAP:-}                   # perf record -m (default: sized for the window)
+WALLCLOCK_PERIOD_NS=1000000                     # --wallclock: cpu-clock's period (1 ms on CPU)
 MARKER="offconv-record: attached"               # printed by the bpftrace program's BEGIN, removed from OUT
 
 usage() {
   cat <<'EOF'
 Usage: record.sh [--backend perf|bpftrace|auto] (-p PID | -a | -- CMD ARGS...)
-                 [-d SECONDS] [-o OUT] [--comm NAME] [--force]
+                 [-d SECONDS] [-o OUT] [--comm NAME] [--wallclock] [--force]
        record.sh --check [--backend perf|bpftrace|auto]
        record.sh --overhead N [--backend ...] [-d SECONDS] -- CMD ARGS...
 (also: offconv record ...)
@@ -53,6 +54,9 @@ Options:
   --comm NAME     only tasks whose name (comm, first 15 characters) is NAME;
                   glob characters * ? [ ] match patterns (bpftrace: NAME* only,
                   a prefix); implies -a
+  --wallclock     also sample the CPUs (cpu-clock, one sample per ms on CPU: -e
+                  cpu-clock/period=1000000/), for `offconv --mode wallclock`: on-CPU,
+                  blocked and run-queue time in one profile (perf backend only)
   --force         allow a window over 60 s and overwriting OUT
   --check         print kernel, perf and bpftrace versions, privileges,
                   perf_event_paranoid, tracepoints, BTF; exit 0 when recording is
@@ -135,7 +139,7 @@ secs_to_us() { local s=$1 int frac
   echo $((10#${int:-0} * 1000000 + 10#$frac)); }
 
 # ---------------------------------------------------------------- argument parsing
-backend=auto target="" pid="" dur=10 out="" comm="" force=0 check=0 overhead=0
+backend=auto target="" pid="" dur=10 out="" comm="" force=0 check=0 overhead=0 wallclock=0
 cmd=()
 need_arg() { [ "$2" -ge 2 ] || usage_error "$1 needs a value (see --help)"; }
 while [ $# -gt 0 ]; do
@@ -152,6 +156,7 @@ while [ $# -gt 0 ]; do
     --comm) need_arg "$1" $#; comm=$2; shift 2 ;;
     --comm=*) comm=${1#*=}; shift ;;
     --force) force=1; shift ;;
+    --wallclock) wallclock=1; shift ;;
     --check) check=1; shift ;;
     --overhead) need_arg "$1" $#; overhead=$2; shift 2 ;;
     --overhead=*) overhead=${1#*=}; shift ;;
@@ -185,6 +190,9 @@ if [ "$check" = 0 ] && [ -z "$target" ]; then
 fi
 if [ "$target" = pid ]; then
   [[ $pid =~ ^[1-9][0-9]*$ ]] || usage_error "-p needs a process id, not '$pid'"
+fi
+if [ "$wallclock" = 1 ] && [ "$backend" = bpftrace ]; then
+  usage_error "--wallclock needs the perf backend (bpftrace's maps sum time in the kernel: no samples to weigh)"
 fi
 if [[ $out == *.data ]] && [ "$backend" = bpftrace ]; then
   usage_error "-o $out: a .data OUT keeps perf.data; the bpftrace backend writes text"
@@ -464,6 +472,9 @@ record_perf() {
   if [ -e "$tracefs/events/sched/sched_waking" ]; then   # Linux 4.3+
     fargs+=(-e sched:sched_waking); [ -n "$wk" ] && fargs+=(--filter "$wk")
   fi
+  # --wallclock: the CPUs sampled too, a period of its own (a global -c would sample the
+  # tracepoints too: every millionth switch)
+  [ "$wallclock" = 1 ] && fargs+=(-e "cpu-clock/period=$WALLCLOCK_PERIOD_NS/")
   mkfifo "$tmpd/ctl" "$tmpd/ack" || fail "cannot create fifos in $tmpd"
   # The `sleep` workload is a dead man's switch: perf stops by itself even if this script is killed.
   set -m

@@ -111,7 +111,7 @@ SLOW_MODULES = {
     "test_kernel_symbols", "test_packed_threads", "test_parallel", "test_parse_paths",
     "test_perf_fields", "test_record", "test_sample_report", "test_sched_split",
     "test_speedscope", "test_speedups_same_bytes", "test_sum_blocks", "test_svg_browser",
-    "test_verdicts",
+    "test_verdicts", "test_wallclock",
 }
 
 

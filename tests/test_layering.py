@@ -147,7 +147,7 @@ def test_a_cycle_and_an_upward_import_would_be_found():
 
 
 # the analysis layer's modules in the order its __init__ gives: each imports only earlier ones
-ANALYSIS_ORDER = ["totals", "lifetimes", "threads", "rules", "verdict", "critical_path",
+ANALYSIS_ORDER = ["totals", "lifetimes", "threads", "rules", "verdict", "critical_path", "wall",
                   "sample_report",
                   "sample_threads", "summary", "diff"]
 

@@ -186,10 +186,25 @@ def report_data(profile, opts=None) -> dict:
                                      "text": "not measured (a `perf record -p` recording)"}
         data["histogram_details"] = histogram_rows(profile.histograms)
         data["critical_path"] = _critical_paths(an, data, ropts)
+        if not an.per_process:
+            _wall(an, data)
     data["mode"] = profile.mode
     data["warnings"] = list(profile.warnings)
     profile.summary = ((ropts, naming), data)
     return data
+
+
+def _wall(an: Analysis, data: dict) -> None:
+    """Each workload thread's wall time split (analysis.wall), the verdict's thread first;
+    the verdict is told its thread's split."""
+    from offconv.analysis import wall
+    v = data["verdict"]
+    cause = v.get("cause")
+    first = cause["tid"] if cause else None
+    tids = [t for w in v.get("workload") or () for t in w["tids"]]
+    data["wall"] = wall.rows(an, tids, first)
+    if data["wall"] and (first is None or data["wall"][0]["tid"] == first):
+        v["wall_split"] = wall.split_text(data["wall"][0])
 
 
 def _critical_paths(an: Analysis, data: dict, ropts: ReportOptions) -> list:

@@ -57,6 +57,9 @@ class Analysis(Lifetimes):
     _pending_of: dict = field(default_factory=dict, repr=False)      # waiter tid -> its waits there
     unread: list = field(default_factory=list, repr=False)   # this input's UNREAD waits
     command: set = field(default_factory=set)        # tids that were perf record's perf-exec
+    # --mode wallclock: tid -> the thread's on-CPU time by its samples (their periods), ns;
+    # beside its on-CPU time by the sched events, it gives the sampling error
+    sampled: dict = field(default_factory=dict)
     wakeup_events: int = 0
     sched_wakeup_events: int = 0     # of them sched_wakeup (not sched_waking, not _new)
     sched_waking_events: int = 0     # of them sched_waking
@@ -229,6 +232,9 @@ class Analysis(Lifetimes):
             m = self.thread_cpu.setdefault(iv.task.tid, {})
             m[iv.cpu] = m.get(iv.cpu, 0) + d
 
+    def add_sample(self, task, ns: int) -> None:
+        self.sampled[task.tid] = self.sampled.get(task.tid, 0) + ns
+
     def note_cpu(self, iv) -> None:
         """Any thread's span on a CPU (filtered out or not): the CPUs seen and how busy."""
         cpu = iv.cpu
@@ -282,7 +288,7 @@ class Analysis(Lifetimes):
             counts = sel.items()
         for k, v in counts:
             if k in ("threads", "first_ns", "last_ns", "per_process", "by_tid", "samples",
-                     "wakeup_events", "parents", "command", "exits", "sched_wakeup_events",
+                     "samples_kept", "wakeup_events", "parents", "command", "exits", "sched_wakeup_events",
                      "sched_waking_events"):
                 continue
             self.dropped[k] = self.dropped.get(k, 0) + v

@@ -55,8 +55,10 @@ def input_options(f):
                      help="Input format (default: detected from the content)."),
         click.option("--mode", default=_A.mode, show_default=True, type=click.Choice(MODES),
                      help="offcpu = blocked + run-queue (bcc offcputime); blocked; runq; "
-                          "oncpu (samples, like stackcollapse-perf.pl); wakeup (offwaketime). "
-                          "auto: offcpu when the input has sched_switch events."),
+                          "oncpu (samples, like stackcollapse-perf.pl); wakeup (offwaketime); "
+                          "critical-path (blocked time along its wake-ups); wallclock (on-CPU "
+                          "samples, blocked and run-queue time in one profile: record "
+                          "--wallclock). auto: offcpu when the input has sched_switch events."),
         click.option("--pid", "name_pid", is_flag=True, help="Root frame comm-PID (stackcollapse-perf.pl)."),
         click.option("--tid", "name_tid", is_flag=True, help="Root frame comm-PID/TID."),
         click.option("--kernel", is_flag=True, help="Annotate kernel frames with _[k]."),

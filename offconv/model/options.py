@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-MODES = ("auto", "offcpu", "blocked", "runq", "oncpu", "wakeup", "critical-path")
+MODES = ("auto", "offcpu", "blocked", "runq", "oncpu", "wakeup", "critical-path", "wallclock")
 UNITS = ("us", "ms", "ns", "samples")   # --unit
 KINDS = ("blocked", "runq")             # --kind
 # the causes offconv.sched.causes sorts waits into (the report's rows, diff's --fail-on names);

@@ -50,6 +50,9 @@ RUNQ = "runq"        # woken or preempted -> switched in
 WAKEUP = "wakeup"    # blocked time keyed by target and waker stacks (offwaketime)
 CRITICAL = "critical-path"  # blocked time attributed along the wake-up chain (sched.critical)
 OFFCPU_MODES = (OFFCPU, BLOCKED, RUNQ, WAKEUP, CRITICAL)
+# every kind of a thread's time in one profile: on-CPU samples weighted by their period,
+# blocked and run-queue intervals by their length (a sched recording with cpu-clock)
+WALLCLOCK = "wallclock"
 
 # -- units -------------------------------------------------------------------------------
 SAMPLES = "samples"

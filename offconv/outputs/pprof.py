@@ -33,7 +33,7 @@ from typing import BinaryIO
 
 from offconv.model.errors import OffconvError
 from offconv.model.formats import OutputFormat
-from offconv.model.records import BLOCKED, CLOCK_EVENTS, CRITICAL, OFFCPU, RUNQ, STATE, THREAD, TIME_UNITS, WAKEUP, Profile
+from offconv.model.records import BLOCKED, CLOCK_EVENTS, CRITICAL, OFFCPU, RUNQ, STATE, THREAD, TIME_UNITS, WAKEUP, WALLCLOCK, Profile
 from offconv.model.naming import Namer
 from offconv.model.options import NamingOptions
 
@@ -48,6 +48,8 @@ def state_label(frame_name: str):
         return "runqueue", False
     if frame_name == "[preempted]":
         return "preempted", False
+    if frame_name == "[on-CPU]":
+        return "oncpu", "cpu"
     return frame_name.strip("[]"), None
 
 
@@ -76,9 +78,13 @@ def build(profile: Profile, opts=None):
     msg = pb.Profile()
     timed = profile.unit in TIME_UNITS
     scale = TIME_UNITS.get(profile.unit, 1)
-    split = timed and profile.mode == OFFCPU and any(
+    wall = profile.mode == WALLCLOCK
+    split = timed and profile.mode in (OFFCPU, WALLCLOCK) and any(
         len(s) > 1 and s[0].kind == THREAD and s[1].kind == STATE for s in samples)
-    if split:
+    if split and wall:   # every kind of time, and each kind as a type of its own
+        types = [("wall", "nanoseconds"), ("cpu", "nanoseconds"), ("blocked", "nanoseconds"),
+                 ("runqueue", "nanoseconds")]
+    elif split:
         types = [("offcpu", "nanoseconds"), ("blocked", "nanoseconds"), ("runqueue", "nanoseconds")]
     elif timed:
         types = [(SINGLE_TYPE.get(profile.mode, profile.mode or "offcpu"), "nanoseconds")]
@@ -141,7 +147,8 @@ def build(profile: Profile, opts=None):
         v = round(w * scale)
         if split:
             label, blocked = state_label(state) if state else (None, None)
-            s.value.extend((v, v if blocked else 0, v if blocked is False else 0))
+            parts = (v if blocked is True else 0, v if blocked is False else 0)
+            s.value.extend(((v, v if blocked == "cpu" else 0) if wall else (v,)) + parts)
         else:
             label = None
             s.value.append(v)

@@ -57,6 +57,7 @@ def render(profile, out: TextIO, opts=None) -> None:
         render_stacks(d, out, verdict=None)
         return
     _verdict(d["verdict"], out)
+    _wall(d.get("wall") or [], out)
     _critical(d.get("critical_path") or [], out)
     w = out.write
     if d["per_process_recording"]:
@@ -76,6 +77,16 @@ def render(profile, out: TextIO, opts=None) -> None:
         _table([["reason", "count"]] + [[k, str(n)] for k, n in d["dropped"].items()], out)
     for msg in d["warnings"]:
         w(f"\nnote: {msg}\n")
+
+
+def _wall(rows: list, out: TextIO) -> None:
+    """Where the workload's wall time went, per thread (analysis.wall)."""
+    if not rows:
+        return
+    from offconv.analysis.wall import bar, split_text
+    out.write("\nWall time (# on CPU, . blocked, ~ waiting for a CPU)\n")
+    for r in rows:
+        out.write(f"  {bar(r)} {human_us(r['wall_us']):>8}  {split_text(r)}\n")
 
 
 def _critical(paths: list, out: TextIO) -> None:

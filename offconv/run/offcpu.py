@@ -22,9 +22,9 @@ from offconv.sched.critical import Lanes, Paths, chain_stack
 from offconv.model.errors import OffconvError
 from offconv.sched.intervals import drive
 from offconv.model.inttable import IntTable
-from offconv.model.records import BLOCKED, CRITICAL, DELIMITER, KERNEL, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Task, blocked_frame, thread_frame
+from offconv.model.records import BLOCKED, CLOCK_EVENTS, CRITICAL, DELIMITER, KERNEL, ONCPU, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WALLCLOCK, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Sample, Task, blocked_frame, thread_frame
 from offconv.model.options import AggregateOptions
-from offconv.model.units import ns_to_us
+from offconv.model.units import human_us, ns_to_us
 
 # offcputime's --state tests the task's raw state word (``prev->__state & MASK``; 0: running):
 # the bits of each letter sched_switch prints (include/linux/sched.h; I is TASK_IDLE =
@@ -66,14 +66,21 @@ def runq_frame(p: Period) -> Frame:
 class _Builder:
     def __init__(self, opts: AggregateOptions):
         mode = OFFCPU if opts.mode in ("auto", None) else opts.mode
-        if mode not in OFFCPU_MODES:
+        if mode not in OFFCPU_MODES and mode != WALLCLOCK:
             raise OffconvError(f"mode {mode} is not an off-CPU mode")
         if opts.user_stacks_only and opts.kernel_stacks_only:
             raise OffconvError("-U/--user-stacks-only and -K/--kernel-stacks-only exclude each other")
         self.opts = opts
         self.analyse = opts.analyse
         self.mode = mode
-        self.split = bool(opts.state_split) and mode == OFFCPU
+        self.split = (bool(opts.state_split) and mode == OFFCPU) or mode == WALLCLOCK
+        # --mode wallclock: (thread, [on-CPU], frames) -> the samples' weights, and what
+        # they are (wallclock_samples turns them into ns)
+        self.sampled: dict = {}
+        self.sample_events: dict = {}    # event -> samples of it
+        self.sample_timed = True         # every sample's weight is a clock event's period (ns)
+        self.exact_on: dict = {}         # tid -> its on-CPU ns by the sched events (kept threads)
+        self.sampled_tids: set = set()
         self.comm_re = re.compile(opts.comm) if opts.comm else None
         self.ns: dict = {}
         self.keep_cache: dict = {}
@@ -202,6 +209,8 @@ class _Builder:
 
     # -- the record stream ----------------------------------------------------------
     def feed(self, rec) -> None:
+        if rec.__class__ is Sample:
+            return self.sample(rec)
         lanes = self.lanes
         if lanes is not None:
             if rec.__class__ is OnCpu:
@@ -215,11 +224,37 @@ class _Builder:
         if rec.__class__ is OnCpu:
             if self.analyse:
                 self.analysis.add_oncpu(rec)
+            if self.mode == WALLCLOCK:
+                tid = rec.task.tid
+                self.exact_on[tid] = self.exact_on.get(tid, 0) + rec.end_ns - rec.start_ns
             if self.periods is not None:
                 self.periods.append((rec.task, rec.start_ns, rec.end_ns,
                                      (self.thread(rec.task), ONCPU_FRAME)))
         else:
             self.period(rec)
+
+    def sample(self, rec: Sample) -> None:
+        """--mode wallclock: an on-CPU sample, under ``[on-CPU]``, weighted by its period."""
+        task = rec.task
+        if task is None or not self.keep(task):
+            return
+        ev = rec.event
+        self.sample_events[ev] = self.sample_events.get(ev, 0) + 1
+        # (perf names it cpu-clock, cpu-clock:ppp or cpu-clock/period=1000000/)
+        if re.split(r"[:/]", ev, maxsplit=1)[0] not in CLOCK_EVENTS or rec.weight == 1:
+            self.sample_timed = False      # a count, not ns: scaled in wallclock_samples
+        key = (self.thread(task), ONCPU_FRAME, self.frames(rec.stack))
+        w = int(rec.weight)
+        self.sampled_tids.add(task.tid)
+        self.sampled[key] = self.sampled.get(key, 0) + w
+        if self.timeline is not None and rec.time_ns is not None:
+            stack = stack_of(key)
+            self.timeline.append((rec.time_ns, stack, w))
+            # (the sample's span, if its weight is ns: profile() keeps these or the
+            # [on-CPU] spans of the sched events, not both)
+            self.periods.append((task, rec.time_ns - w, rec.time_ns, stack))
+        if self.analyse:
+            self.analysis.add_sample(task, w)
 
     def _kept(self, rec) -> Optional[tuple]:
         """(thread frame, frames) of a Period of a kept thread, else None (the fast
@@ -302,7 +337,7 @@ class _Builder:
             process = p.task.comm.replace(" ", "_") if pid is None else f"pid {pid}"
             self.analysis.add_period(p, key, process)
         mode = self.mode
-        if mode == OFFCPU:
+        if mode == OFFCPU or mode == WALLCLOCK:
             if not in_span:
                 return
             if self.split:
@@ -343,10 +378,64 @@ class _Builder:
                 key = (self.thread(lane.task), chain_stack(chain, self.frames))
                 ns[key] = ns.get(key, 0) + d
 
+    def wallclock_samples(self) -> list:
+        """--mode wallclock: the samples' weights into ns beside the intervals' (a clock
+        event's period is ns on CPU; other events' counts are scaled so that the sampled
+        threads' samples sum to their on-CPU time by the sched events), and what to say."""
+        notes = []
+        total = sum(self.sampled.values())
+        an = self.analysis
+        if not self.sample_events:
+            notes.append("--mode wallclock: the input has no on-CPU samples (cpu-clock): its "
+                         "profile has the blocked and run-queue kinds only; record with "
+                         "`offconv record --wallclock` (perf record -e cpu-clock -c 1000000 "
+                         "with the sched events) for the on-CPU part")
+            return notes
+        factor = 1.0
+        if not self.sample_timed and total:
+            oncpu = sum(self.exact_on.get(t, 0) for t in self.sampled_tids)
+            factor = oncpu / total if oncpu else 0.0
+            events = ", ".join(sorted(self.sample_events))
+            notes.append(f"--mode wallclock: the samples ({events}) carry no period in ns: each "
+                         f"was taken as {human_us(oncpu / 1000 / max(1, sum(self.sample_events.values())))} "
+                         "on CPU, in proportion to its count (the sampled threads' "
+                         "on-CPU time by the sched events over their samples); record "
+                         "cpu-clock with a period (-c) for a measured one")
+            for tid in an.sampled:
+                an.sampled[tid] = int(an.sampled[tid] * factor)
+        ns = self.ns
+        for key, w in self.sampled.items():
+            ns[key] = ns.get(key, 0) + int(w * factor)
+        if factor != 1.0 and self.timeline is not None:
+            self.timeline[:] = [(t, k, int(w * factor)) if k[1:2] == (ONCPU_FRAME,) else (t, k, w)
+                                for t, k, w in self.timeline]
+        return notes
+
+    def oncpu_only(self) -> Profile:
+        """--mode wallclock of an input without sched events: its samples as an on-CPU
+        profile (their periods in µs where they are a clock's, else counts), said."""
+        timed = self.sample_timed
+        samples: dict = {}
+        for key, w in self.sampled.items():
+            stack = (key[0],) + key[2]
+            samples[stack] = samples.get(stack, 0) + (w / 1000 if timed else w)
+        if timed:
+            samples = {k: round(v) for k, v in samples.items() if round(v)}
+        prof = Profile(unit="us" if timed else "samples", mode=ONCPU, samples=samples)
+        prof.warnings = ["--mode wallclock: the input has no sched events (sched_switch, "
+                         "sched_wakeup): only its on-CPU samples are shown; record the sched "
+                         "events too (offconv record --wallclock) for blocked and run-queue time"]
+        return prof
+
     def profile(self) -> Profile:
         samples = {}
+        notes = []
         if self.mode == CRITICAL:
             self.critical_samples()
+        if self.mode == WALLCLOCK:
+            if self.analysis.first_ns is None and self.sampled:
+                return self.oncpu_only()
+            notes = self.wallclock_samples()
         for key, ns in self.ns.items():
             us = ns_to_us(ns)
             if us:
@@ -359,9 +448,15 @@ class _Builder:
             Histogram("blocked_us", (), "us", an.summary("blocked")["buckets"], BLOCKED),
             Histogram("runq_us", (), "us", an.summary("runq")["buckets"], RUNQ),
         ]
-        prof.warnings = self.warnings()
+        prof.warnings = notes + self.warnings()
         if self.timeline is not None:
             prof.sequence = time_order(self.timeline)
+            if self.mode == WALLCLOCK and self.sampled:
+                # a sampled span ([on-CPU] and its frames) where the samples are timed, else
+                # the sched events' bare [on-CPU] spans
+                sampled = self.sample_timed
+                self.periods[:] = [p for p in self.periods if p[3][1:2] != (ONCPU_FRAME,)
+                                   or (len(p[3]) > 2) == sampled]
             prof.periods = self.periods
         return prof
 
@@ -378,7 +473,7 @@ class _Builder:
                        f"perf record -e sched:sched_switch --filter '{filt}' "
                        "-e sched:sched_wakeup -e sched:sched_wakeup_new -g -a -- sleep 10")
         d = an.dropped
-        if d.get("samples"):
+        if d.get("samples") and self.mode != WALLCLOCK:
             n = d["samples"]
             out.append(f"ignored {n} non-sched event{'s' if n != 1 else ''} (on-CPU samples) "
                        f"in mode {self.mode}")
@@ -456,7 +551,7 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
     select = bool(opts.comm or opts.filter_pids)  # needs what the whole input shows
     # the time on CPU: for the analysis, the timeline, and the names and processes of the
     # threads a selection learns; a stack output of all threads needs none
-    oncpu = opts.analyse or opts.timeline or select
+    oncpu = opts.analyse or opts.timeline or select or opts.mode == WALLCLOCK
     inputs = list(inputs)
     # scripts/record.sh's recordings filtered to a target (``filtered``: their paths)
     b.analysis.recorder_filtered = any(path in filtered for path, _ in inputs)
@@ -474,7 +569,8 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
                   stats=stats, include_open=opts.include_open, system_wide=path in recorded,
                   tail=tail, oncpu=oncpu, per_thread=opts.analyse,
                   # records held back for a selection are fed after the input: no packing
-                  on_exit=b.analysis.exited if opts.analyse and not select else None)
+                  on_exit=b.analysis.exited if opts.analyse and not select else None,
+                  samples=b.mode == WALLCLOCK)
             if select:
                 b.learn(recs)
                 for rec in recs:

@@ -42,7 +42,7 @@ from typing import Iterable, Iterator, Optional
 
 from offconv.model.errors import ParseError
 from offconv.sched.probe import _probe
-from offconv.model.records import EXIT, SWITCH, WAKE, OnCpu, Period, SchedEvent, Task, ThreadCounts, is_sched_tracepoint
+from offconv.model.records import EXIT, SWITCH, WAKE, OnCpu, Period, Sample, SchedEvent, Task, ThreadCounts, is_sched_tracepoint
 
 WAKING_EVENTS = frozenset(("sched:sched_waking", "sched_waking"))
 
@@ -165,7 +165,7 @@ def intervals(events: Iterable, path: str, lenient: bool = False,
 def drive(events: Iterable, path: str, emit, lenient: bool = False,
           stats: Optional[dict] = None, include_open: bool = False,
           system_wide: bool = False, tail=None, oncpu: bool = True,
-          per_thread: bool = True, on_exit=None) -> None:
+          per_thread: bool = True, on_exit=None, samples: bool = False) -> None:
     """intervals(), each record handed to ``emit`` as it is made (no generator between
     the machine and its consumer: the off-CPU path's fast way). ``per_thread``: False
     keeps no per-thread stats (``threads``, ``exits``, ``parents``: the analysis's), so
@@ -173,9 +173,13 @@ def drive(events: Iterable, path: str, emit, lenient: bool = False,
     record -p` recording keeps them all the same (its warning names its threads).
     ``on_exit(tid, held, t)``: called when a thread has ended (at ``t``), after its last record was
     handed to ``emit`` (not for a `perf record -p` recording, which has no switch-ins);
-    ``held()`` gives the tids the machine's state still names (``_Machine.held``)."""
+    ``held()`` gives the tids the machine's state still names (``_Machine.held``).
+    ``samples``: on-CPU samples (Sample records other than the scheduler's tracepoints)
+    are handed to ``emit`` too, in file order (--mode wallclock), and counted as
+    ``samples_kept``."""
     machine, events = _machine(events, path, lenient, stats, system_wide, tail, emit, oncpu,
                                per_thread)
+    machine.samples = samples
     if not machine.per_process:
         machine.on_exit = on_exit
     run(machine, events)
@@ -245,6 +249,7 @@ class _Machine:
         self.wakings = 0
         self.last_ns: Optional[int] = None
         self.first_ns: Optional[int] = None
+        self.samples = False    # hand on-CPU samples to emit (drive's ``samples``)
 
     def held(self) -> set:
         """The tids the state names: the live threads, and the wakers of the woken threads
@@ -262,6 +267,10 @@ class _Machine:
         perf sched record's sched_stat_runtime, sched_migrate_task, ..., apart from on-CPU
         samples)."""
         other = is_sched_tracepoint(getattr(rec, "event", None) or "")
+        if self.samples and not other and rec.__class__ is Sample:
+            _count(self.stats, "samples_kept")
+            self.emit(rec)
+            return
         _count(self.stats, "sched_other" if other else "samples")
 
     def step(self, ev: SchedEvent) -> None:

@@ -8,7 +8,8 @@ from typing import TextIO
 from offconv.model import gcpause
 from offconv.model.errors import OffconvError
 from offconv.model.formats import OutputFormat
-from offconv.model.records import OFFCPU_MODES, Profile
+from offconv.model.records import OFFCPU_MODES, ONCPU_FRAME, WALLCLOCK, Profile
+from offconv.model.units import human_us
 from offconv.model.labels import Labels
 from offconv.model.naming import merge_by
 from offconv.model.options import FlameOptions, NamingOptions, Options
@@ -29,12 +30,34 @@ def _default_title(profile: Profile, flame: FlameOptions) -> str:
         return f"Differential {kind}"
     if profile.mode == "critical-path":
         return f"Wake-up Critical Path {kind}"
+    if profile.mode == WALLCLOCK:
+        return f"Wall-Clock Time {kind}"
     if profile.mode in OFFCPU_MODES:
         return f"Off-CPU Time {kind}"
     return kind
 
 
+def wallclock_subtitle(profile: Profile) -> str:
+    """The three kinds' totals of a wall-clock profile, and what the colours mean."""
+    on = blocked = runq = 0
+    for stack, w in profile.samples.items():
+        kind = stack[1].name if len(stack) > 1 else ""
+        if kind == ONCPU_FRAME.name:
+            on += w
+        elif kind.startswith("[blocked"):
+            blocked += w
+        else:
+            runq += w
+    total = on + blocked + runq or 1
+    return (f"on-CPU {human_us(on)} ({on / total:.0%}) · blocked {human_us(blocked)} "
+            f"({blocked / total:.0%}) · run queue {human_us(runq)} ({runq / total:.0%}) — "
+            "red/yellow: on CPU ([on-CPU], sampled) · blue: blocked ([blocked S], "
+            "[blocked D], ...) · green: waiting for a CPU ([run queue], [preempted])")
+
+
 def _default_palette(profile: Profile) -> str:
+    if profile.mode == WALLCLOCK:
+        return "hot"
     if profile.mode == "wakeup":
         return "chain"
     if profile.mode in OFFCPU_MODES:
@@ -57,7 +80,8 @@ def resolve_style(profile: Profile, flame: FlameOptions) -> Style:
             countname = "µs"  # as the report (units.human_us); an explicit --countname wins
     return Style(
         title=flame.title if flame.title is not None else _default_title(profile, flame),
-        subtitle=flame.subtitle or "",
+        subtitle=flame.subtitle or (wallclock_subtitle(profile) if profile.mode == WALLCLOCK
+                                    and profile.before is None else ""),
         width=int(flame.width), frame_height=int(flame.height),
         fonttype=flame.fonttype, fontsize=float(flame.fontsize),
         fontwidth=float(flame.fontwidth), countname=countname, nametype=flame.nametype,

@@ -64,6 +64,8 @@ _BASIC: dict[str, Callable[[float, float, float], str]] = {
     "orange": lambda a, b, c: f"rgb({190 + int(65 * a)},{90 + int(65 * a)},0)",
     # offconv's run-queue family: warm reds and oranges, far from the io blues
     "runq": lambda a, b, c: f"rgb({215 + int(40 * c)},{70 + int(110 * a)},{30 + int(40 * b)})",
+    # the run-queue family beside on-CPU frames in hot colours (--mode wallclock): greens
+    "runq_hot": lambda a, b, c: f"rgb({40 + int(60 * a)},{160 + int(60 * b)},{90 + int(50 * c)})",
 }
 
 # What an annotation suffix means in the palettes that read it (flamegraph.pl: java, js,
@@ -227,7 +229,7 @@ class Colorizer:
         if palette == "chain" and flags & FAMILY_WAKER:
             return "aqua"
         if self.state_split and flags & FAMILY_RUNQ:
-            return "runq"
+            return "runq_hot" if palette == "hot" else "runq"
         if self.state_split and flags & FAMILY_BLOCKED:
             return "io"
         if palette in MULTI:
