@@ -274,3 +274,16 @@ def test_record_wallclock_needs_perf():
     p = subprocess.run(["bash", str(REPO / "scripts" / "record.sh"), "--backend", "bpftrace", "--wallclock",
                         "-a", "-d", "1"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--wallclock needs the perf backend" in p.stderr, p.stderr
+
+
+def test_wallclock_flamechart_is_in_time_order(tmp_path):
+    """--flamechart: w's periods left to right as they happened: 3 ms on CPU, 5 ms asleep,
+    1 ms in the run queue, 2 ms on CPU, 2 ms preempted, 1 ms on CPU."""
+    import re
+    p = tmp_path / "t.txt"
+    p.write_text(trace())
+    svg = tmp_path / "fc.svg"
+    cli(p, "--mode", "wallclock", "--flamechart", "--comm", "^w$", "-o", svg)
+    kinds = re.findall(r"<title>(\[[^(<]+\]) \(([\d.]+) ms", svg.read_text())
+    assert kinds == [("[on-CPU]", "3"), ("[blocked S]", "5"), ("[run queue]", "1"), ("[on-CPU]", "2"),
+                     ("[preempted]", "2"), ("[on-CPU]", "1")], kinds

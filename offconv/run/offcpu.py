@@ -249,7 +249,9 @@ class _Builder:
         self.sampled[key] = self.sampled.get(key, 0) + w
         if self.timeline is not None and rec.time_ns is not None:
             stack = stack_of(key)
-            self.timeline.append((rec.time_ns, stack, w))
+            # (at the sample's start where its weight is its period in ns: it covers the
+            # time before it)
+            self.timeline.append((rec.time_ns - w if self.sample_timed else rec.time_ns, stack, w))
             # (the sample's span, if its weight is ns: profile() keeps these or the
             # [on-CPU] spans of the sched events, not both)
             self.periods.append((task, rec.time_ns - w, rec.time_ns, stack))
