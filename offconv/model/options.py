@@ -59,6 +59,7 @@ class AggregateOptions:
     include_open: bool = False     # --include-open: clip open intervals at the end
     state_split: Optional[bool] = None  # None: per-output default (svg/speedscope on, folded off)
     timeline: bool = False         # also keep Profile.sequence: stacks in time order (--flamechart)
+    events: bool = False           # also keep the sched events themselves (Profile.events: --to perfetto)
     folded: bool = False           # the output is folded text: offconv.run.parallel names stacks ahead
     svg: bool = False              # the output is an SVG: a perf.data split names stacks ahead
     analyse: bool = True           # per-thread totals, causes, latencies (report, hist, verdict);

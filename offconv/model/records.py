@@ -364,6 +364,9 @@ class Profile:
     # kept threads as (task, start_ns, end_ns, (THREAD frame, ONCPU_FRAME)). Also only
     # with AggregateOptions.timeline.
     periods: Optional[list] = None
+    # The sched events themselves, as tuples (run.offcpu._kept_events): only with
+    # AggregateOptions.events (--to perfetto).
+    events: Optional[list] = None
     # The input paths, for outputs that name their source (speedscope's ``name``).
     sources: tuple = ()
     # Messages for the user (printed on stderr by the CLI, one per line).

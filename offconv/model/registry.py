@@ -34,6 +34,7 @@ _OUTPUTS: tuple = (
     ("json", "offconv.outputs.json_report", ()),
     ("speedscope", "offconv.outputs.speedscope", (".speedscope.json", ".json")),
     ("pprof", "offconv.outputs.pprof", (".pb.gz", ".pprof")),
+    ("perfetto", "offconv.outputs.perfetto", (".perfetto-trace", ".pftrace")),
 )
 # outputs of DESIGN.md that a later release adds: a clear message instead of a guess
 PLANNED_OUTPUTS: dict = {}

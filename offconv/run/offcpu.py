@@ -22,7 +22,7 @@ from offconv.sched.critical import Lanes, Paths, chain_stack
 from offconv.model.errors import OffconvError
 from offconv.sched.intervals import drive
 from offconv.model.inttable import IntTable
-from offconv.model.records import BLOCKED, CLOCK_EVENTS, CRITICAL, DELIMITER, KERNEL, ONCPU, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WALLCLOCK, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Sample, Task, blocked_frame, thread_frame
+from offconv.model.records import BLOCKED, CLOCK_EVENTS, CRITICAL, DELIMITER, KERNEL, ONCPU, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WALLCLOCK, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Sample, SchedEvent, Task, blocked_frame, thread_frame
 from offconv.model.options import AggregateOptions
 from offconv.model.units import human_us, ns_to_us
 
@@ -81,6 +81,7 @@ class _Builder:
         self.sample_timed = True         # every sample's weight is a clock event's period (ns)
         self.exact_on: dict = {}         # tid -> its on-CPU ns by the sched events (kept threads)
         self.sampled_tids: set = set()
+        self.events: list = []           # --to perfetto: the sched events (_kept_events)
         self.comm_re = re.compile(opts.comm) if opts.comm else None
         self.ns: dict = {}
         self.keep_cache: dict = {}
@@ -451,6 +452,8 @@ class _Builder:
             Histogram("runq_us", (), "us", an.summary("runq")["buckets"], RUNQ),
         ]
         prof.warnings = notes + self.warnings()
+        if self.opts.events:
+            prof.events = self.events
         if self.timeline is not None:
             prof.sequence = time_order(self.timeline)
             if self.mode == WALLCLOCK and self.sampled:
@@ -513,6 +516,20 @@ class _Builder:
         return out
 
 
+def _kept_events(events: Iterable, out: list) -> Iterable:
+    """``events``, each sched event also kept in ``out`` as a tuple (--to perfetto): (time ns,
+    cpu, kind, header tid, header comm, prev tid, prev comm, prev state, next tid, next
+    comm, target tid, target comm, new, the event's name)."""
+    for ev in events:
+        if ev.__class__ is SchedEvent:
+            p, n, t = ev.prev, ev.next, ev.target
+            out.append((ev.time_ns, ev.cpu, ev.kind, ev.task.tid, ev.task.comm,
+                        p.tid if p else None, p.comm if p else "", ev.prev_state,
+                        n.tid if n else None, n.comm if n else "",
+                        t.tid if t else None, t.comm if t else "", ev.new, ev.event))
+        yield ev
+
+
 def stack_of(key: tuple) -> tuple:
     """The stack a key of ``_Builder.ns`` stands for: (thread, frames) -> (thread,) +
     frames; (thread, state, frames) -> (thread, state) + frames."""
@@ -566,6 +583,8 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
             b.analysis.live_exits = stats["exits"]
             stats["threads"] = b.analysis.live_counts = {}
             tail = getattr(events, "tail", None)  # its second part in another process
+            if opts.events:
+                events = _kept_events(events, b.events)
             recs: list = []
             drive(events, path, recs.append if select else b.feed, lenient=lenient,
                   stats=stats, include_open=opts.include_open, system_wide=path in recorded,
