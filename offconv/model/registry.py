@@ -35,6 +35,7 @@ _OUTPUTS: tuple = (
     ("speedscope", "offconv.outputs.speedscope", (".speedscope.json", ".json")),
     ("pprof", "offconv.outputs.pprof", (".pb.gz", ".pprof")),
     ("perfetto", "offconv.outputs.perfetto", (".perfetto-trace", ".pftrace")),
+    ("timeline", "offconv.outputs.timeline", (".timeline.svg",)),
 )
 # outputs of DESIGN.md that a later release adds: a clear message instead of a guess
 PLANNED_OUTPUTS: dict = {}

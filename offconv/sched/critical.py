@@ -53,7 +53,7 @@ UNATTRIBUTED = frozenset((ROOT_NO_WAKEUP, ROOT_NOT_SEEN, ROOT_DEPTH, ROOT_QUEUED
 class _Lane:
     """One thread's intervals in time order: ``starts``/``ends`` (ns), ``kinds`` (ON, RQ,
     BLK) and ``info`` (for BLK: (state, stack, waker Task or None, waker stack); for RQ:
-    whether it was preempted; ON: None)."""
+    whether it was preempted; ON: its CPU, -1 if unknown)."""
 
     __slots__ = ("task", "starts", "ends", "kinds", "info", "sorted")
 
@@ -119,7 +119,7 @@ class Lanes:
         lane = self._lane(rec.task)
         if lane is None:
             return self._stop(rec.start_ns)
-        lane.add(rec.start_ns, rec.end_ns, ON, None)
+        lane.add(rec.start_ns, rec.end_ns, ON, rec.cpu)
         self.n += 1
         tid = rec.task.tid
         if rec.cpu >= 0 and tid and rec.end_ns > rec.start_ns:
@@ -150,7 +150,7 @@ class Lanes:
                 lane.add(p.wake_ns, p.end_ns, RQ, False)
                 self.n += 1
         elif p.end_ns is not None:
-            lane.add(p.start_ns, p.end_ns, RQ, True)
+            lane.add(p.start_ns, p.end_ns, RQ, p.preempted)
             self.n += 1
         last = p.end_ns if p.end_ns is not None else p.wake_ns
         if last is not None and last > self.last_ns:
@@ -213,6 +213,7 @@ class Paths:
         self._roots: dict = {}       # id(info) -> its root by its waker alone
         self.out: dict = {}          # chain (tuple of Hops) -> ns, of the thread being walked
         self.memo: dict = {}         # tid -> what a caller made of that thread's path
+        self.spans: Optional[list] = None   # a list: every piece walked, (tid, start, end)
 
     def of(self, tid) -> dict:
         """The chains of thread ``tid``'s time: {chain (tuple of Hops, the thread's own hop
@@ -303,6 +304,8 @@ class Paths:
             i = bisect_right(ends, a)
             while i < len(ends) and starts[i] < b:
                 s, e = max(starts[i], t), min(ends[i], b)
+                if self.spans is not None and e > s:
+                    self.spans.append((waker.tid, s, e))
                 if s > t:   # a gap in what the trace shows of the waker
                     self.add(prefix + (Hop(waker.tid, lane.task.comm, "not seen", root=ROOT_NOT_SEEN),), s - t)
                 if e > s:
