@@ -32,8 +32,10 @@ class Source:
 
     def __init__(self, path: str, kind: str = "text", span: Optional[tuple] = None,
                  first_lineno: int = 1, demangle_here: bool = True,
-                 kallsyms: Optional[str] = None):
+                 kallsyms: Optional[str] = None, lenient: bool = False):
         self.path = path
+        self.lenient = lenient     # damaged compressed data: use what was read, and say so
+        self._counted = None       # a compressed input's decompressed stream (_Counted)
         self._kallsyms = kallsyms  # a binary input's converter: perf script --kallsyms
         self.notes: list = []      # what its converter warned of (perf_data.convert)
         # a binary input's converter may leave C++/Rust names to offconv (perf script
@@ -67,7 +69,13 @@ class Source:
                 if sum(p.count("\n") for p in parts) > SNIFF_LINES:
                     break
         except self._read_errors as e:
-            raise OffconvError(f"{self.path}: read error: {e}") from None
+            self._damaged(e)
+            self._chunks = iter(())
+        if self._counted is not None and self._counted.error is not None:
+            # the damage is in the first chunk: said now, not as the garbage's parse error
+            e, self._counted.error = self._counted.error, None
+            self._damaged(e)
+            self._chunks = iter(())
         first = "".join(parts)
         if first.startswith(BOM) and not self.span_is_child():
             first = first[1:]  # a UTF-8 byte order mark (Windows editors) is no frame's text
@@ -79,10 +87,24 @@ class Source:
                 yield self._first
             yield from self._chunks
         except self._read_errors as e:
-            raise OffconvError(f"{self.path}: read error: {e}") from None
+            self._damaged(e)
         finally:
             self.close()
         self._check_converter()
+
+    def _damaged(self, e: Exception) -> None:
+        """A read error: one line naming the file (a compressed stream: corrupt or cut
+        short, after how many of its bytes); with --lenient, a damaged compressed input
+        ends there, and a note says how much of it was used."""
+        if self._counted is None:
+            raise OffconvError(f"{self.path}: read error: {e}") from None
+        n = self._counted.count
+        truncated = isinstance(e, EOFError)
+        what = (f"truncated {self.kind} data (after {n} bytes: the compressed stream ends early)"
+                if truncated else f"corrupt {self.kind} data (after {n} bytes)")
+        if not self.lenient:
+            raise OffconvError(f"{self.path}: {what}; --lenient reads what comes before") from None
+        self.notes.append(f"{self.path}: {what}: --lenient used the {n} bytes before the damage")
 
     def lines(self) -> "Lines":
         """(number, text) of every line, numbered from ``first_lineno``; at the end,
@@ -165,17 +187,23 @@ class Source:
                 if size >= PROGRESS_BYTES:
                     raw = _Progress(raw, total, path)
         if magic.startswith(GZIP_MAGIC):
+            import zlib
             self.kind = "gzip"
-            return gzip.GzipFile(fileobj=raw)
+            self._read_errors = (OSError, EOFError, zlib.error)
+            self._counted = _Counted(gzip.GzipFile(fileobj=raw))
+            return self._counted
         if magic.startswith(XZ_MAGIC):
             import lzma
             self.kind = "xz"
             self._read_errors = (OSError, EOFError, lzma.LZMAError)
-            return lzma.LZMAFile(raw)
+            self._counted = _Counted(lzma.LZMAFile(raw))
+            return self._counted
         if BZIP2_MAGIC.match(magic):
             import bz2
             self.kind = "bzip2"
-            return bz2.BZ2File(raw)
+            self._read_errors = (OSError, EOFError, ValueError)
+            self._counted = _Counted(bz2.BZ2File(raw))
+            return self._counted
         for mag, name in UNREADABLE:
             if magic.startswith(mag):
                 if path != "-":
@@ -345,6 +373,43 @@ def numbered_blocks(lineno: int, pieces: list) -> Iterator[tuple[int, str]]:
             block = stripped
         if block:
             yield start, block
+
+
+class _Counted:
+    """A decompressed stream that counts the bytes it gave, read in PIECE-sized parts so
+    that damage costs only the part it is in: the bytes before it are given first, the
+    error on the next read (--lenient keeps them; the error says where it was met)."""
+
+    PIECE = 64 << 10
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.count = 0
+        self.error: Optional[BaseException] = None
+
+    def read(self, n: int = -1) -> bytes:
+        if self.error is not None:
+            e, self.error = self.error, None
+            raise e
+        out, got = [], 0
+        while n < 0 or got < n:
+            try:
+                piece = self.stream.read(self.PIECE if n < 0 else min(self.PIECE, n - got))
+            except Exception as e:   # (the decompressor's own: zlib.error, LZMAError, OSError...)
+                if not out:
+                    raise
+                self.error = e
+                break
+            if not piece:
+                break
+            out.append(piece)
+            got += len(piece)
+        data = b"".join(out)
+        self.count += len(data)
+        return data
+
+    def close(self) -> None:
+        self.stream.close()
 
 
 def _text_chunks(stream, size: int = 1 << 20) -> Iterator[str]:

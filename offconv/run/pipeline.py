@@ -47,7 +47,8 @@ def load(paths: Iterable[str], opts, from_format: str = "auto",
     opts = replace(opts, aggregate=agg)
     acc = _Merged()
     for path in paths:
-        src, fmt = open_input(path, from_format, kallsyms=opts.parse.kallsyms)
+        src, fmt = open_input(path, from_format, kallsyms=opts.parse.kallsyms,
+                              lenient=opts.parse.lenient)
         if fmt.notes is not None:
             acc.notes.extend(f"{path}: {n}" for n in fmt.notes(src.head))
         inp = Input(path, src, fmt, opts, acc.stats, acc.profile, acc.routes, from_format)

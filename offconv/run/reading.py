@@ -47,12 +47,12 @@ class Read(NamedTuple):
 
 
 def open_input(path: str, from_format: str = "auto", demangle_here: bool = True,
-               kallsyms: Optional[str] = None):
+               kallsyms: Optional[str] = None, lenient: bool = False):
     """(Source, InputFormat of its text) for one input. A binary format (perf.data) is
     recognised by its magic and converted to text, which is then detected like any other
     (``demangle_here``: the converter may leave C++/Rust names to offconv; ``kallsyms``:
     the converter's kernel symbols, perf script --kallsyms)."""
-    src = Source(path, demangle_here=demangle_here, kallsyms=kallsyms)
+    src = Source(path, demangle_here=demangle_here, kallsyms=kallsyms, lenient=lenient)
     if from_format != "auto":
         fmt = formats.input_format(from_format)
         if fmt.magic is not None:
