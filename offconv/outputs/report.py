@@ -169,6 +169,8 @@ def _verdict(v: dict, out: TextIO) -> None:
     """The verdict of offconv.analysis.verdict: answer, reason, scope and thresholds."""
     w = out.write
     w(f"Verdict: {v['answer'] or 'none'}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
+    if v.get("wall_split"):
+        w(f"  ({v['wall_split']})\n")
     th = v["thresholds"]
     w(f"  ({scope_text(v)})\n")
     w(f"  (long = run-queue behind other tasks >= {th['runq_share_long']:.0%} of the workload's "
@@ -221,6 +223,8 @@ def render_stacks(d: dict, out: TextIO, verdict: Optional[bool] = True) -> None:
     v, w = d.get("stacks_verdict", d["verdict"]), out.write
     if verdict:
         w(f"Verdict: {v['answer'] or 'none'}{' (uncertain)' if v['uncertain'] else ''}\n  {v['reason']}\n")
+    if v.get("wall_split"):
+        w(f"  ({v['wall_split']})\n")
     elif verdict is False:
         w(f"\nFrom the stacks: {v['answer']}{' (uncertain)' if v['uncertain'] else ''}\n"
           f"  {v['reason']}\n")
