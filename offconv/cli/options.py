@@ -39,7 +39,7 @@ def _states(ctx, param, value) -> Optional[frozenset]:
     """offcputime's bitmask (0 = preempted/R, 2 = D, ...) or letters ('D', 'SD', 'S,D')."""
     if value is None:
         return None
-    from offconv.run.offcpu import parse_state
+    from offconv.model.states import parse_state
     try:
         return parse_state(value)
     except OffconvError as e:

@@ -16,48 +16,18 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
+from offconv.model.states import parse_state, state_matches  # noqa: F401 (parse_state: the CLI's)
 from offconv.run.aggregate import PID_FROM_TID
+from offconv.run.events import kept as kept_events
+from offconv.run.wallclock import Samples
 from offconv.analysis.threads import Analysis
 from offconv.sched.critical import Lanes, Paths, chain_stack
 from offconv.model.errors import OffconvError
 from offconv.sched.intervals import drive
 from offconv.model.inttable import IntTable
-from offconv.model.records import BLOCKED, CLOCK_EVENTS, CRITICAL, DELIMITER, KERNEL, ONCPU, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WALLCLOCK, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Sample, SchedEvent, Task, blocked_frame, thread_frame
+from offconv.model.records import BLOCKED, CRITICAL, DELIMITER, KERNEL, THREAD, OFFCPU, OFFCPU_MODES, ONCPU_FRAME, PREEMPTED_FRAME, RUNQ, RUNQ_FRAME, WALLCLOCK, WAKER_DELIMITER, WAKEUP, Frame, Histogram, OnCpu, Period, Profile, Sample, Task, blocked_frame, thread_frame
 from offconv.model.options import AggregateOptions
-from offconv.model.units import human_us, ns_to_us
-
-# offcputime's --state tests the task's raw state word (``prev->__state & MASK``; 0: running):
-# the bits of each letter sched_switch prints (include/linux/sched.h; I is TASK_IDLE =
-# TASK_UNINTERRUPTIBLE | TASK_NOLOAD, so mask 2 matches D and I, as offcputime does)
-STATE_BITS = (("S", 0x1), ("D", 0x2), ("T", 0x4), ("t", 0x8), ("X", 0x10), ("Z", 0x20),
-              ("P", 0x40), ("K", 0x100), ("W", 0x200), ("N", 0x400), ("I", 0x402))
-STATE_LETTERS = "RSDTtXZPIKWN"
-
-
-def parse_state(text: str) -> frozenset:
-    """``--state``: offcputime's bitmask, decimal or hex (``0`` = preempted/R, ``2`` = D
-    and I, ``3`` = S, D or I, ``0x402`` = D, I or N), or letters (``D``, ``S,D``, ``SD``:
-    exactly those). Returns the set of prev_state letters to keep."""
-    text = text.strip()
-    if re.fullmatch(r"(0[xX][0-9a-fA-F]+|\d+)", text):
-        mask = int(text, 16) if text[:2] in ("0x", "0X") else int(text)
-        if mask == 0:
-            return frozenset("R")
-        return frozenset(c for c, bits in STATE_BITS if mask & bits)
-    letters = set(text.replace(",", "").replace("|", "").replace("+", ""))
-    bad = letters - set(STATE_LETTERS)
-    if not letters or bad:
-        raise OffconvError(f"--state: expected state letters ({STATE_LETTERS}) or a bitmask, "
-                           f"got '{text}'")
-    return frozenset(letters)
-
-
-def state_matches(state: str, keep: Optional[frozenset]) -> bool:
-    """True when one letter of a prev_state like ``D|K`` or ``R+`` is kept."""
-    if keep is None:
-        return True
-    return any(c in keep for c in state if c not in "|+")
-
+from offconv.model.units import ns_to_us
 
 def runq_frame(p: Period) -> Frame:
     return PREEMPTED_FRAME if p.preempted else RUNQ_FRAME
@@ -74,14 +44,8 @@ class _Builder:
         self.analyse = opts.analyse
         self.mode = mode
         self.split = (bool(opts.state_split) and mode == OFFCPU) or mode == WALLCLOCK
-        # --mode wallclock: (thread, [on-CPU], frames) -> the samples' weights, and what
-        # they are (wallclock_samples turns them into ns)
-        self.sampled: dict = {}
-        self.sample_events: dict = {}    # event -> samples of it
-        self.sample_timed = True         # every sample's weight is a clock event's period (ns)
-        self.exact_on: dict = {}         # tid -> its on-CPU ns by the sched events (kept threads)
-        self.sampled_tids: set = set()
-        self.events: list = []           # --to perfetto: the sched events (_kept_events)
+        self.wall = Samples(self) if mode == WALLCLOCK else None   # --mode wallclock's samples
+        self.events: list = []           # --to perfetto: the sched events (run.events)
         self.comm_re = re.compile(opts.comm) if opts.comm else None
         self.ns: dict = {}
         self.keep_cache: dict = {}
@@ -211,7 +175,7 @@ class _Builder:
     # -- the record stream ----------------------------------------------------------
     def feed(self, rec) -> None:
         if rec.__class__ is Sample:
-            return self.sample(rec)
+            return self.wall.sample(rec)
         lanes = self.lanes
         if lanes is not None:
             if rec.__class__ is OnCpu:
@@ -225,39 +189,13 @@ class _Builder:
         if rec.__class__ is OnCpu:
             if self.analyse:
                 self.analysis.add_oncpu(rec)
-            if self.mode == WALLCLOCK:
-                tid = rec.task.tid
-                self.exact_on[tid] = self.exact_on.get(tid, 0) + rec.end_ns - rec.start_ns
+            if self.wall is not None:
+                self.wall.oncpu(rec)
             if self.periods is not None:
                 self.periods.append((rec.task, rec.start_ns, rec.end_ns,
                                      (self.thread(rec.task), ONCPU_FRAME)))
         else:
             self.period(rec)
-
-    def sample(self, rec: Sample) -> None:
-        """--mode wallclock: an on-CPU sample, under ``[on-CPU]``, weighted by its period."""
-        task = rec.task
-        if task is None or not self.keep(task):
-            return
-        ev = rec.event
-        self.sample_events[ev] = self.sample_events.get(ev, 0) + 1
-        # (perf names it cpu-clock, cpu-clock:ppp or cpu-clock/period=1000000/)
-        if re.split(r"[:/]", ev, maxsplit=1)[0] not in CLOCK_EVENTS or rec.weight == 1:
-            self.sample_timed = False      # a count, not ns: scaled in wallclock_samples
-        key = (self.thread(task), ONCPU_FRAME, self.frames(rec.stack))
-        w = int(rec.weight)
-        self.sampled_tids.add(task.tid)
-        self.sampled[key] = self.sampled.get(key, 0) + w
-        if self.timeline is not None and rec.time_ns is not None:
-            stack = stack_of(key)
-            # (at the sample's start where its weight is its period in ns: it covers the
-            # time before it)
-            self.timeline.append((rec.time_ns - w if self.sample_timed else rec.time_ns, stack, w))
-            # (the sample's span, if its weight is ns: profile() keeps these or the
-            # [on-CPU] spans of the sched events, not both)
-            self.periods.append((task, rec.time_ns - w, rec.time_ns, stack))
-        if self.analyse:
-            self.analysis.add_sample(task, w)
 
     def _kept(self, rec) -> Optional[tuple]:
         """(thread frame, frames) of a Period of a kept thread, else None (the fast
@@ -381,64 +319,15 @@ class _Builder:
                 key = (self.thread(lane.task), chain_stack(chain, self.frames))
                 ns[key] = ns.get(key, 0) + d
 
-    def wallclock_samples(self) -> list:
-        """--mode wallclock: the samples' weights into ns beside the intervals' (a clock
-        event's period is ns on CPU; other events' counts are scaled so that the sampled
-        threads' samples sum to their on-CPU time by the sched events), and what to say."""
-        notes = []
-        total = sum(self.sampled.values())
-        an = self.analysis
-        if not self.sample_events:
-            notes.append("--mode wallclock: the input has no on-CPU samples (cpu-clock): its "
-                         "profile has the blocked and run-queue kinds only; record with "
-                         "`offconv record --wallclock` (perf record -e cpu-clock -c 1000000 "
-                         "with the sched events) for the on-CPU part")
-            return notes
-        factor = 1.0
-        if not self.sample_timed and total:
-            oncpu = sum(self.exact_on.get(t, 0) for t in self.sampled_tids)
-            factor = oncpu / total if oncpu else 0.0
-            events = ", ".join(sorted(self.sample_events))
-            notes.append(f"--mode wallclock: the samples ({events}) carry no period in ns: each "
-                         f"was taken as {human_us(oncpu / 1000 / max(1, sum(self.sample_events.values())))} "
-                         "on CPU, in proportion to its count (the sampled threads' "
-                         "on-CPU time by the sched events over their samples); record "
-                         "cpu-clock with a period (-c) for a measured one")
-            for tid in an.sampled:
-                an.sampled[tid] = int(an.sampled[tid] * factor)
-        ns = self.ns
-        for key, w in self.sampled.items():
-            ns[key] = ns.get(key, 0) + int(w * factor)
-        if factor != 1.0 and self.timeline is not None:
-            self.timeline[:] = [(t, k, int(w * factor)) if k[1:2] == (ONCPU_FRAME,) else (t, k, w)
-                                for t, k, w in self.timeline]
-        return notes
-
-    def oncpu_only(self) -> Profile:
-        """--mode wallclock of an input without sched events: its samples as an on-CPU
-        profile (their periods in µs where they are a clock's, else counts), said."""
-        timed = self.sample_timed
-        samples: dict = {}
-        for key, w in self.sampled.items():
-            stack = (key[0],) + key[2]
-            samples[stack] = samples.get(stack, 0) + (w / 1000 if timed else w)
-        if timed:
-            samples = {k: round(v) for k, v in samples.items() if round(v)}
-        prof = Profile(unit="us" if timed else "samples", mode=ONCPU, samples=samples)
-        prof.warnings = ["--mode wallclock: the input has no sched events (sched_switch, "
-                         "sched_wakeup): only its on-CPU samples are shown; record the sched "
-                         "events too (offconv record --wallclock) for blocked and run-queue time"]
-        return prof
-
     def profile(self) -> Profile:
         samples = {}
         notes = []
         if self.mode == CRITICAL:
             self.critical_samples()
-        if self.mode == WALLCLOCK:
-            if self.analysis.first_ns is None and self.sampled:
-                return self.oncpu_only()
-            notes = self.wallclock_samples()
+        if self.wall is not None:
+            if self.analysis.first_ns is None and self.wall.by_key:
+                return self.wall.oncpu_only()
+            notes = self.wall.finish(self.ns)
         for key, ns in self.ns.items():
             us = ns_to_us(ns)
             if us:
@@ -456,12 +345,8 @@ class _Builder:
             prof.events = self.events
         if self.timeline is not None:
             prof.sequence = time_order(self.timeline)
-            if self.mode == WALLCLOCK and self.sampled:
-                # a sampled span ([on-CPU] and its frames) where the samples are timed, else
-                # the sched events' bare [on-CPU] spans
-                sampled = self.sample_timed
-                self.periods[:] = [p for p in self.periods if p[3][1:2] != (ONCPU_FRAME,)
-                                   or (len(p[3]) > 2) == sampled]
+            if self.wall is not None:
+                self.wall.spans(self.periods)
             prof.periods = self.periods
         return prof
 
@@ -514,20 +399,6 @@ class _Builder:
                              "shows: record sched_wakeup too (offconv record does)")
                 out.append(f"{n} {one if n == 1 else many}{of} {'was' if n == 1 else 'were'} {text}")
         return out
-
-
-def _kept_events(events: Iterable, out: list) -> Iterable:
-    """``events``, each sched event also kept in ``out`` as a tuple (--to perfetto): (time ns,
-    cpu, kind, header tid, header comm, prev tid, prev comm, prev state, next tid, next
-    comm, target tid, target comm, new, the event's name)."""
-    for ev in events:
-        if ev.__class__ is SchedEvent:
-            p, n, t = ev.prev, ev.next, ev.target
-            out.append((ev.time_ns, ev.cpu, ev.kind, ev.task.tid, ev.task.comm,
-                        p.tid if p else None, p.comm if p else "", ev.prev_state,
-                        n.tid if n else None, n.comm if n else "",
-                        t.tid if t else None, t.comm if t else "", ev.new, ev.event))
-        yield ev
 
 
 def stack_of(key: tuple) -> tuple:
@@ -584,7 +455,7 @@ def build_profile(inputs: Iterable[tuple[str, Iterable]], opts: AggregateOptions
             stats["threads"] = b.analysis.live_counts = {}
             tail = getattr(events, "tail", None)  # its second part in another process
             if opts.events:
-                events = _kept_events(events, b.events)
+                events = kept_events(events, b.events)
             recs: list = []
             drive(events, path, recs.append if select else b.feed, lenient=lenient,
                   stats=stats, include_open=opts.include_open, system_wide=path in recorded,

@@ -174,9 +174,7 @@ def drive(events: Iterable, path: str, emit, lenient: bool = False,
     ``on_exit(tid, held, t)``: called when a thread has ended (at ``t``), after its last record was
     handed to ``emit`` (not for a `perf record -p` recording, which has no switch-ins);
     ``held()`` gives the tids the machine's state still names (``_Machine.held``).
-    ``samples``: on-CPU samples (Sample records other than the scheduler's tracepoints)
-    are handed to ``emit`` too, in file order (--mode wallclock), and counted as
-    ``samples_kept``."""
+    ``samples``: on-CPU samples go to ``emit`` too, in file order (--mode wallclock)."""
     machine, events = _machine(events, path, lenient, stats, system_wide, tail, emit, oncpu,
                                per_thread)
     machine.samples = samples
