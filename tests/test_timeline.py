@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from perf_text import FUTEX_WAKE, event, switch, wake
 
 FIX = Path(__file__).parent / "fixtures"
 GOLD = FIX / "golden" / "timeline"
@@ -27,19 +28,14 @@ DISK = ("__schedule+0x1 ([kernel.kallsyms])", "io_schedule+0x1 ([kernel.kallsyms
 WORK = ("__schedule+0x1 ([kernel.kallsyms])", "compute+0x9 (/bin/w)")
 
 
-def _ev(comm, tid, cpu, t_us, what, frames=()):
-    head = f"{comm} {tid:5d} [{cpu:03d}] {t_us // 1_000_000}.{t_us % 1_000_000:06d}: {what}\n"
-    return head + "".join(f"\t{0xffffffff81000000 + i:x} {f}\n" for i, f in enumerate(frames)) + "\n"
+_ev = event
 
 
-def _switch(t, prev, pid, state, nxt, npid, cpu=0, frames=SLEEP):
-    return _ev(prev, pid, cpu, t, f"sched:sched_switch: prev_comm={prev} prev_pid={pid} prev_prio=120 "
-                                  f"prev_state={state} ==> next_comm={nxt} next_pid={npid} next_prio=120", frames)
+_switch = switch
 
 
 def _wake(t, waker, wpid, comm, pid, cpu=0):
-    return _ev(waker, wpid, cpu, t, f"sched:sched_wakeup: comm={comm} pid={pid} prio=120 target_cpu={cpu:03d}",
-               ("try_to_wake_up+0x1 ([kernel.kallsyms])", "futex_wake+0x1 ([kernel.kallsyms])"))
+    return wake(t, waker, wpid, comm, pid, cpu, FUTEX_WAKE)
 
 
 def every_state() -> str:

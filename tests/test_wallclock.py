@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from perf_text import TIMER_WAKE, event, switch, wake
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).parent / "fixtures" / "recorded" / "wallclock"
@@ -140,9 +141,7 @@ def test_wallclock_svg_in_a_browser(recording, tmp_path):
 
 # -- synthetic traces with exact answers ---------------------------------------------------
 
-def _ev(comm, tid, cpu, t_us, what, frames=()):
-    head = f"{comm} {tid:5d} [{cpu:03d}] {t_us // 1_000_000}.{t_us % 1_000_000:06d}: {what}\n"
-    return head + "".join(f"\t{0xffffffff81000000 + i:x} {f}\n" for i, f in enumerate(frames)) + "\n"
+_ev = event
 
 
 def _sample(comm, tid, cpu, t_us, frames, period="1000000", event="cpu-clock/period=1000000/"):
@@ -155,14 +154,11 @@ SLEEP = ("__schedule+0x1 ([kernel.kallsyms])", "do_nanosleep+0x1 ([kernel.kallsy
 PREEMPT = ("__schedule+0x1 ([kernel.kallsyms])", "compute+0x9 (/bin/w)", "main+0x1 (/bin/w)")
 
 
-def _switch(t, prev, pid, state, nxt, npid, cpu=0, frames=SLEEP):
-    return _ev(prev, pid, cpu, t, f"sched:sched_switch: prev_comm={prev} prev_pid={pid} prev_prio=120 "
-                                  f"prev_state={state} ==> next_comm={nxt} next_pid={npid} next_prio=120", frames)
+_switch = switch
 
 
 def _wake(t, waker, wpid, comm, pid, cpu=0):
-    return _ev(waker, wpid, cpu, t, f"sched:sched_wakeup: comm={comm} pid={pid} prio=120 target_cpu={cpu:03d}",
-               ("try_to_wake_up+0x1 ([kernel.kallsyms])", "hrtimer_wakeup+0x1 ([kernel.kallsyms])"))
+    return wake(t, waker, wpid, comm, pid, cpu, TIMER_WAKE)
 
 
 def trace(period="1000000", event="cpu-clock/period=1000000/") -> str:
