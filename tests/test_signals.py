@@ -1,0 +1,48 @@
+"""Issue 42, item 6: Ctrl-C ends offconv with exit 130 and one line, leaving no output and
+no temp file; a closed pipe (offconv x | head) ends quietly."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FIX = Path(__file__).parent / "fixtures" / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.perf-script.txt"
+
+
+def test_ctrl_c_is_exit_130_one_line_and_no_output(tmp_path):
+    out = tmp_path / "out.svg"
+    # the input is a pipe that stays open: offconv is reading when the interrupt comes
+    p = subprocess.Popen([sys.executable, "-m", "offconv", "-", "-o", str(out)], stdin=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdin.write(FIX.read_text()[:200_000])
+    p.stdin.flush()
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert err == "offconv: interrupted\n", err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_output_survives_ctrl_c(tmp_path):
+    out = tmp_path / "out.folded"
+    out.write_text("kept 1\n")
+    p = subprocess.Popen([sys.executable, "-m", "offconv", "-", "-o", str(out)], stdin=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdin.write(FIX.read_text()[:100_000])
+    p.stdin.flush()
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=30)
+    assert p.returncode == 130
+    assert out.read_text() == "kept 1\n" and sorted(os.listdir(tmp_path)) == ["out.folded"]
+
+
+def test_a_closed_pipe_ends_quietly():
+    p = subprocess.run(f"{sys.executable} -m offconv {FIX} --mode offcpu 2>&1 >/dev/null | head -c 0; "
+                       f"{sys.executable} -m offconv {FIX} --mode offcpu | head -1 >/dev/null",
+                       shell=True, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in p.stderr and "Broken pipe" not in p.stderr and "internal error" not in p.stderr, p.stderr
