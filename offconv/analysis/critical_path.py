@@ -242,12 +242,11 @@ def tell_verdict(verdict: dict, root: Optional[dict]) -> None:
     via = "".join(f"{h['comm']} (tid {h['tid']}"
                   + (f", {CAUSE_TEXT.get(h['cause'][0], h['cause'][0])}" if h["cause"] else "") + ") to "
                   for h in root.get("via", ()))
-    went = (f"the wait goes {'through ' + via if via else 'to '}{root['holder']} (tid "
-            f"{root['holder_tid']}): {root['share']:.0%} of this thread's time ends in {_root_words(root)}")
     n = len(root.get("holder_tids", ()))
-    if n > 1:
-        went = went.replace(f"{root['holder']} (tid {root['holder_tid']})", f"{root['holder']} ({n} threads)", 1)
-        went = went.replace("that thread's", "their")
+    holder = f"{root['holder']} ({n} threads)" if n > 1 else f"{root['holder']} (tid {root['holder_tid']})"
+    whose = "their" if n > 1 else "that thread's"
+    went = (f"the wait goes {'through ' + via if via else 'to '}{holder}: {root['share']:.0%} of "
+            f"this thread's time ends in {_root_words(root, whose)}")
     if cause.get("cause") in FOLLOWED and cause.get("next_step") in verdict["reason"]:
         advice = f"{went}; change {root['fix']}"
         verdict["reason"] = verdict["reason"].replace(cause["next_step"], advice, 1)
@@ -256,9 +255,9 @@ def tell_verdict(verdict: dict, root: Optional[dict]) -> None:
         verdict["reason"] = verdict["reason"].rstrip(".") + f" ({went})."
 
 
-def _root_words(root: dict) -> str:
+def _root_words(root: dict, whose: str = "that thread's") -> str:
     if root["holder_state"] == "blocked":
         cause = cause_text(*root["cause"]) if root["cause"] else "waits"
-        return f"that thread's {cause}, ended by {'a ' if root['root'] == 'timer' else ''}{root['root']}"
-    return {"on-CPU": "that thread's time on CPU",
-            "run queue": "that thread's waits for a CPU"}.get(root["holder_state"], root["root"])
+        return f"{whose} {cause}, ended by {'a ' if root['root'] == 'timer' else ''}{root['root']}"
+    return {"on-CPU": f"{whose} time on CPU",
+            "run queue": f"{whose} waits for a CPU"}.get(root["holder_state"], root["root"])
