@@ -90,6 +90,7 @@ def check_recording(path: Path) -> None:
     total = sum(w.values())
     assert abs(w.get("[on-CPU]", 0) / total - 0.40) <= 0.05, w
     assert abs(w.get("[blocked S]", 0) / total - 0.60) <= 0.05, w
+    by_tid = cli(path, "--mode", "wallclock", "--tid").stdout
     rep = json.loads(cli("report", path, "--mode", "wallclock", "--json").stdout)
     rows = {r["comm"]: r for r in rep["threads"]}
     wall = {r["comm"]: r for r in rep["wall"]}
@@ -102,13 +103,23 @@ def check_recording(path: Path) -> None:
         bound = PERIOD_US * (rows[comm]["switches"] + 1)
         assert abs(kinds - r["wall_us"]) <= bound, (comm, r, bound)
         assert r["sampling_error_us"] == r["sampled_oncpu_us"] - r["oncpu_us"]
-        # the folded profile's kinds of the thread are the same numbers (but for the
-        # sample taken before the workload named itself: folded lines go by the name then)
-        k = _kinds(folded, comm)
-        assert 0 <= r["sampled_oncpu_us"] - k.get("[on-CPU]", 0) <= PERIOD_US, (comm, k, r)
+        # the folded profile's kinds of the thread (by tid: --tid, whatever its name was
+        # then) are the same numbers, but for each line's own rounding to the µs
+        k, lines = _kinds_of_tid(by_tid, r["tid"])
+        assert abs(k.get("[on-CPU]", 0) - r["sampled_oncpu_us"]) <= lines, (comm, k, r)
         blocked = sum(v for kind, v in k.items() if kind.startswith("[blocked "))
-        before_name = sum(v for kind, v in _kinds(folded, "wc_worker").items() if kind.startswith("[blocked "))
-        assert -len(k) <= r["blocked_us"] - blocked <= before_name + len(k), (comm, k, r, before_name)
+        assert abs(blocked - r["blocked_us"]) <= lines, (comm, k, r)
+
+
+def _kinds_of_tid(folded: str, tid: int) -> tuple:
+    out, n = {}, 0
+    for line in folded.splitlines():
+        stack, _, w = line.rpartition(" ")
+        frames = stack.split(";")
+        if frames[0].endswith(f"/{tid}"):
+            out[frames[1]] = out.get(frames[1], 0) + int(w)
+            n += 1
+    return out, n
 
 
 def test_wallclock_of_a_recording(recording):
