@@ -12,17 +12,22 @@ from pathlib import Path
 FIX = Path(__file__).parent / "fixtures" / "recorded" / "e2e_victim_a_small" / "e2e_victim_a_small.perf-script.txt"
 
 
-def test_ctrl_c_is_exit_130_one_line_and_no_output(tmp_path):
-    out = tmp_path / "out.svg"
-    # the input is a pipe that stays open: offconv is reading when the interrupt comes
+def interrupted(out: Path, chars: int) -> tuple:
+    """offconv - -o OUT, fed ``chars`` of the recording through a pipe that stays open (it
+    is reading when the interrupt comes), then Ctrl-C: (exit code, stderr)."""
     p = subprocess.Popen([sys.executable, "-m", "offconv", "-", "-o", str(out)], stdin=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    p.stdin.write(FIX.read_text()[:200_000])
+    p.stdin.write(FIX.read_text()[:chars])
     p.stdin.flush()
     time.sleep(1.5)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=30)
-    assert p.returncode == 130, err
+    return p.returncode, err
+
+
+def test_ctrl_c_is_exit_130_one_line_and_no_output(tmp_path):
+    code, err = interrupted(tmp_path / "out.svg", 200_000)
+    assert code == 130, err
     assert err == "offconv: interrupted\n", err
     assert list(tmp_path.iterdir()) == []
 
@@ -30,14 +35,8 @@ def test_ctrl_c_is_exit_130_one_line_and_no_output(tmp_path):
 def test_an_existing_output_survives_ctrl_c(tmp_path):
     out = tmp_path / "out.folded"
     out.write_text("kept 1\n")
-    p = subprocess.Popen([sys.executable, "-m", "offconv", "-", "-o", str(out)], stdin=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    p.stdin.write(FIX.read_text()[:100_000])
-    p.stdin.flush()
-    time.sleep(1.5)
-    p.send_signal(signal.SIGINT)
-    p.communicate(timeout=30)
-    assert p.returncode == 130
+    code, _ = interrupted(out, 100_000)
+    assert code == 130
     assert out.read_text() == "kept 1\n" and sorted(os.listdir(tmp_path)) == ["out.folded"]
 
 
