@@ -89,12 +89,20 @@ def report(path: Path) -> dict:
     return report_data(pipeline.load([str(path)], opts), opts)
 
 
-def check(name: str, path: Path) -> None:
+def check(name: str, path: Path, fresh: bool = False) -> None:
     exp = EXPECTED[name]
     r = report(path)
     v = r["verdict"]
     text = v["reason"]
-    assert v["answer"] == exp["answer"], text
+    if fresh and exp["answer"] == "waiting" and v["answer"] == "both":
+        # A fresh recording shares the machine with whatever else runs (CI's own jobs):
+        # its run-queue share is the machine's, not the workload's. unix_fsync's kept
+        # recording has 9.2% beside the 10% line, and one CI run read 10.x%: "both" is
+        # then the true answer for that recording. The waiting half must still hold.
+        assert v["runq_long"] and v["blocked_long"], text
+        assert "run-queue" in text or "run queue" in text, text
+    else:
+        assert v["answer"] == exp["answer"], text
     if exp["thread"]:
         assert v["cause"]["comm"] == exp["thread"], text
         assert v["cause"]["cause"] == exp["cause"], text
@@ -157,7 +165,7 @@ def test_fresh_recording(name, tmp_path):
     if why:
         pytest.skip(why)
     text = _workloads().record(name, tmp_path, seconds=2.0)
-    check(name, text)
+    check(name, text, fresh=True)
 
 
 def check_filtered(path: Path) -> None:
