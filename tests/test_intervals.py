@@ -2,6 +2,8 @@
 DESIGN.md "Interval semantics" (times in µs below, ns in the model)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from offconv.model.errors import ParseError
@@ -212,9 +214,40 @@ def test_out_of_order_is_an_error_with_file_and_line():
     events = [sw(10, 0, A, "S", B, lineno=3), sw(5, 0, B, "S", A, lineno=9)]
     with pytest.raises(ParseError) as e:
         run(events)
-    assert e.value.lines()[0].startswith("offconv: t.txt:9: expected events in time order")
+    # back to before the first event: two recordings one after the other
+    assert e.value.lines()[0] == (
+        "offconv: t.txt:9: expected events in time order, got 0.000005000 after 0.000010000 "
+        "(the time starts again: recordings concatenated? give each as its own input)")
     ivs, stats = run(events, lenient=True)
     assert stats["out_of_order"] == 1
+
+
+def test_a_small_step_back_is_an_error_without_the_concatenation_hint():
+    events = [sw(10, 0, A, "S", B, lineno=3), sw(30, 0, B, "S", A, lineno=5),
+              sw(20, 0, A, "S", B, lineno=9)]
+    with pytest.raises(ParseError) as e:
+        run(events)
+    assert e.value.lines()[0] == \
+        "offconv: t.txt:9: expected events in time order, got 0.000020000 after 0.000030000"
+
+
+def test_concatenated_recordings_are_said_at_the_line_where_the_time_starts_again(tmp_path):
+    import subprocess
+    import sys
+    rec = (Path(__file__).parent / "fixtures" / "recorded" / "e2e_victim_a_small"
+           / "e2e_victim_a_small.perf-script.txt").read_text()
+    src = tmp_path / "two.txt"
+    src.write_text(rec + rec)
+    out = tmp_path / "out.folded"
+    r = subprocess.run([sys.executable, "-m", "offconv", str(src), "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    first = rec.splitlines()[0].split()[3].rstrip(":")
+    line = rec.count("\n") + 1
+    assert r.returncode == 2 and not out.exists()
+    assert r.stderr.splitlines()[0].startswith(
+        f"offconv: {src}:{line}: expected events in time order, got {first}000 after ")
+    assert r.stderr.splitlines()[0].endswith(
+        "(the time starts again: recordings concatenated? give each as its own input)")
 
 
 def test_samples_are_skipped_and_counted():

@@ -189,3 +189,32 @@ def test_differential_frames_carry_before_and_after():
     assert by["new_func"] == (0, 3)
     assert "gone" not in by  # nothing left after: no width, not drawn
     assert lay.max_delta == 7
+
+
+# -- --max-depth: a stack deeper than the limit is drawn to it, and said --------------
+
+def test_max_depth_draws_a_deep_stack_to_the_limit_and_counts_what_was_cut():
+    deep = ("main",) + ("f",) * 5000          # one stack 5,001 frames deep
+    lay = layout({deep: 30, ("main", "g", "h"): 10}, max_depth=100)
+    assert lay.depth_max == 100
+    assert lay.cut == (1, 30, 100)
+    # the cut stack keeps its whole width at every drawn depth, down to the limit
+    at = {b.depth: b for b in lay.boxes if b.name in ("main", "f")}
+    assert at[100].value == 30 and at[1].value == 40
+    assert max(b.depth for b in lay.boxes if b.name == "f") == 100
+    # within the limit nothing changes
+    assert lay.boxes[:3] == layout({deep[:100]: 30, ("main", "g", "h"): 10}).boxes[:3]
+
+
+def test_max_depth_cuts_where_stacks_share_a_deep_prefix():
+    # two stacks that part below the limit: their common prefix is one frame per depth
+    a = ("main",) + ("f",) * 300 + ("x",)
+    b = ("main",) + ("f",) * 300 + ("y",)
+    lay = layout({a: 1, b: 2}, max_depth=50)
+    assert lay.depth_max == 50 and lay.cut == (2, 3, 50)
+    assert sorted(x.depth for x in lay.boxes) == list(range(51))   # root and 50 frames
+
+
+def test_no_stack_deeper_than_the_limit_cuts_nothing():
+    lay = layout({("a", "b", "c"): 1}, max_depth=3)
+    assert lay.cut[:2] == (0, 0) and lay.depth_max == 3

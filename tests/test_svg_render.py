@@ -229,3 +229,25 @@ def test_cli_flamegraph_options(tmp_path, args, expect):
     res = run_cli(SVG_FIXTURES / "tiny.folded", *args, "-o", out)
     assert res.returncode == 0, res.stderr
     assert expect in out.read_text(encoding="utf-8")
+
+
+def test_a_stack_deeper_than_max_depth_is_drawn_to_it_and_the_subtitle_says_so(tmp_path):
+    src = tmp_path / "deep.folded"
+    src.write_text(";".join(["main"] + ["f"] * 3000) + " 30\nmain;g 10\n")
+    out = tmp_path / "deep.svg"
+    r = run_cli(src, "-o", out)
+    assert r.returncode == 0, r.stderr
+    root = ET.parse(out).getroot()
+    sub = root.find(f".//{NS}text[@id='subtitle']")
+    assert sub is not None and sub.text == \
+        "1 stack deeper than 2,048 frames drawn to that depth (75% of the total; --max-depth)"
+    titles = [t for t, _, _ in frames_of(out.read_text(encoding="utf-8"))]
+    assert sum(t.startswith("f (") for t in titles) == 2048 - 1   # depth 1 is main
+    # a lower limit, and a drawing as tall as what it draws
+    r = run_cli(src, "-o", out, "--max-depth", "10")
+    assert r.returncode == 0, r.stderr
+    root = ET.parse(out).getroot()
+    assert "deeper than 10 frames" in root.find(f".//{NS}text[@id='subtitle']").text
+    assert float(root.get("height")) < 20 * 16 + 100
+    r = run_cli(src, "-o", out, "--max-depth", "0")
+    assert r.returncode == 2 and "--max-depth" in r.stderr

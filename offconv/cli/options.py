@@ -124,6 +124,10 @@ def flame_options(f):
                      help="Frame height (px)."),
         click.option("--minwidth", default=_F.minwidth, show_default=True,
                      help="Omit frames narrower than this many pixels, or N% of the total."),
+        click.option("--max-depth", "max_depth", default=_F.max_depth, show_default=True,
+                     type=click.IntRange(min=1),
+                     help="Draw at most this many frames of a stack (below 'all'); deeper "
+                          "stacks are cut there, and the subtitle says how many."),
         click.option("--fonttype", default=_F.fonttype, show_default=True),
         click.option("--fontsize", default=_F.fontsize, show_default=True, type=float),
         click.option("--fontwidth", default=_F.fontwidth, show_default=True, type=float),

@@ -80,6 +80,7 @@ class FlameOptions:
     width: int = 1200
     height: int = 16
     minwidth: str = "0.1"          # pixels, or "N%" of the total
+    max_depth: int = 2048          # frames drawn below "all"; deeper stacks are cut there (said)
     fonttype: str = "Verdana"
     fontsize: float = 12
     fontwidth: float = 0.59

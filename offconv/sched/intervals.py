@@ -275,8 +275,11 @@ class _Machine:
         t = ev.time_ns
         if self.last_ns is not None and t < self.last_ns:
             if not self.lenient:
+                restart = t <= self.first_ns or self.last_ns - t > 1_000_000_000
                 raise ParseError(self.path, ev.lineno, "events in time order",
-                                 f"{_fmt_ns(t)} after {_fmt_ns(self.last_ns)}")
+                                 f"{_fmt_ns(t)} after {_fmt_ns(self.last_ns)}" + (
+                                     " (the time starts again: recordings concatenated? give "
+                                     "each as its own input)" if restart else ""))
             _count(self.stats, "out_of_order")
             return
         if self.first_ns is None:

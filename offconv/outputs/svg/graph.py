@@ -126,7 +126,8 @@ def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, nami
         rows = labels.merge(profile.samples)
     before = labels.merge(profile.before) if profile.before is not None else None
     lay = layout(rows, before, reverse=flame.reverse, flamechart=flame.flamechart,
-                 min_value=min_value, total=flame.total, flags=labels.flags)
+                 min_value=min_value, total=flame.total, flags=labels.flags,
+                 max_depth=flame.max_depth)
     write_svg(out, lay, style, differential=profile.before is not None)
 
 

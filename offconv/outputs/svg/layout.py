@@ -53,6 +53,7 @@ class Layout:
     timemax: float       # the 100% width: max(total, --total)
     depth_max: int       # deepest drawn frame
     max_delta: float     # largest |after - before| of an input stack (>= 1), flamegraph.pl's maxdelta
+    cut: tuple = (0, 0.0, 0)  # (stacks deeper than max_depth, their weight, max_depth)
 
 
 def parse_minwidth(minwidth) -> tuple[float, bool]:
@@ -101,7 +102,8 @@ def _rows(samples: dict, before: Optional[dict], reverse: bool, flamechart: bool
 
 def layout(samples, before: Optional[dict] = None, *, reverse: bool = False,
            flamechart: bool = False, min_value: float = 0.0,
-           total: Optional[float] = None, flags: Optional[dict] = None) -> Layout:
+           total: Optional[float] = None, flags: Optional[dict] = None,
+           max_depth: Optional[int] = None) -> Layout:
     """Merge the stacks into frames and prune those narrower than ``min_value``.
     ``samples`` is a dict stack -> weight, or (flame charts of interval data) a list of
     (stack, weight) in time order, where a stack may come back.
@@ -109,8 +111,12 @@ def layout(samples, before: Optional[dict] = None, *, reverse: bool = False,
     sum of the weights. ``flags`` maps a display name to its (family, kind bits)
     (``frame_flags`` of the frames it names): a family colours the tower above a frame
     at depth 1 ('--' anywhere), kind bits only the frame. Raises OffconvError when
-    nothing is left to draw."""
+    nothing is left to draw. ``max_depth``: frames drawn below the root at most (a deeper
+    stack is drawn to there, and counted in ``Layout.cut``), so that one stack millions of
+    frames deep costs what is drawn, not what it holds."""
     stacks, weights, befores = _rows(samples, before, reverse, flamechart)
+    limit = max_depth if max_depth is not None else 1 << 62
+    deep = [w for s, w in zip(stacks, weights) if len(s) > limit]
     cum = list(accumulate(weights, initial=0))
     actual = cum[-1]
     if not actual > 0:
@@ -125,17 +131,19 @@ def layout(samples, before: Optional[dict] = None, *, reverse: bool = False,
     root = (ROOT, 0, 0, actual, None if cumb is None else cumb[-1], 0,
             None if selfd is None else selfd.get((), 0))
     raw = [root]
-    _walk(stacks, cum, cumb, min_value, flamechart, raw, flags or {}, selfd)
+    _walk(stacks, cum, cumb, min_value, flamechart, raw, flags or {}, selfd, limit)
     boxes = list(map(partial(tuple.__new__, Box), raw))
     depth_max = max(b[1] for b in raw)
     max_delta = 1.0
     if selfd:
         max_delta = max(1.0, max(abs(d) for d in selfd.values()))
-    return Layout(boxes, actual, timemax, depth_max, max_delta)
+    return Layout(boxes, actual, timemax, depth_max, max_delta, (len(deep), sum(deep), limit))
 
 
-def _walk(stacks, cum, cumb, min_value, flamechart, out, table, selfd=None) -> None:
-    """Append the drawn frames below the root to ``out`` as Box-shaped tuples."""
+def _walk(stacks, cum, cumb, min_value, flamechart, out, table, selfd=None,
+          limit: int = 1 << 62) -> None:
+    """Append the drawn frames below the root to ``out`` as Box-shaped tuples, to depth
+    ``limit`` at most."""
     todo = [(0, len(stacks), 0, 0, 0)]  # (lo, hi, index in stack, start, parent flags)
     pop, emit = todo.pop, out.append
     while todo:
@@ -167,8 +175,10 @@ def _walk(stacks, cum, cumb, min_value, flamechart, out, table, selfd=None) -> N
                 sd = None if selfd is None else selfd.get(stack[:depth], 0)
                 emit((name, depth, start, value, b, flags | bits, sd))
                 cflags = flags | FAMILY_WAKER if family == FAMILY_WAKER else flags
-                if j - i == 1:
-                    _tail(stack, depth, start, value, b, cflags, emit, table, selfd)
+                if depth >= limit:
+                    pass
+                elif j - i == 1:
+                    _tail(stack, depth, start, value, b, cflags, emit, table, selfd, limit)
                 else:
                     push((i, j, depth, start, cflags))
             start += value
@@ -178,15 +188,17 @@ def _walk(stacks, cum, cumb, min_value, flamechart, out, table, selfd=None) -> N
             todo.extend(kids)  # popped left to right: frames come out in pre-order
 
 
-def _tail(stack, depth, start, value, before, flags, emit, table, selfd=None) -> None:
-    """A frame with a single stack below it: the rest of that stack, all as wide."""
+def _tail(stack, depth, start, value, before, flags, emit, table, selfd=None,
+          limit: int = 1 << 62) -> None:
+    """A frame with a single stack below it: the rest of that stack (to depth ``limit``),
+    all as wide."""
     last = len(stack) - 1
-    for k in range(depth, len(stack)):
+    for k in range(depth, min(len(stack), limit)):
         name = stack[k]
         family, bits = table.get(name, _NONE)
         if k == 1:
             flags |= family
-        sd = None if selfd is None else (selfd[stack] if k == last else 0)
+        sd = None if selfd is None else (selfd[stack] if k == min(last, limit - 1) else 0)
         emit((name, k + 1, start, value, before, flags | bits, sd))
         if family == FAMILY_WAKER:
             flags |= FAMILY_WAKER

@@ -110,10 +110,20 @@ def _state_help(bare: str, flags: int) -> str:
     return "; " + escape(text.replace("(", "[").replace(")", "]"))
 
 
+def cut_note(lay: Layout) -> str:
+    """What --max-depth left out, for the subtitle."""
+    n, weight, limit = lay.cut
+    share = weight / lay.total if lay.total else 0.0
+    return (f"{n:,} {'stack' if n == 1 else 'stacks'} deeper than {limit:,} frames drawn to "
+            f"that depth ({share:.0%} of the total; --max-depth)")
+
+
 def write_svg(out: TextIO, lay: Layout, style: Style, differential: bool) -> None:
     if style.state_split and not style.subtitle and not differential and any(
             b[5] & (FAMILY_RUNQ | FAMILY_BLOCKED) for b in lay.boxes):
         style = replace(style, subtitle=LEGEND)
+    if lay.cut[0]:
+        style = replace(style, subtitle=" · ".join(filter(None, (style.subtitle, cut_note(lay)))))
     ypad1 = style.fontsize * 3 + (style.fontsize * 2 if style.subtitle else 0)
     ypad2 = style.fontsize * 2 + 10
     height = (lay.depth_max + 1) * style.frame_height + ypad1 + ypad2
