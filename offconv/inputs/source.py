@@ -170,6 +170,8 @@ class Source:
         if path == "-":
             raw = sys.stdin.buffer
             magic = raw.peek(MAGIC_BYTES)[:MAGIC_BYTES] if hasattr(raw, "peek") else b""
+            if sys.stderr.isatty():
+                raw = _Progress(raw, None, "stdin")   # from PROGRESS_BYTES read on
         else:
             try:
                 raw = open(path, "rb")
@@ -219,6 +221,8 @@ class Source:
             if path != "-":
                 raw.close()
             stream, self._finish = binary.convert(path, self._demangle_here, self._kallsyms)
+            if sys.stderr.isatty() and not self.span_is_child():
+                stream = _Progress(stream, None, f"{path}: perf script")
             return stream
         return raw  # binary: _text_chunks reads big blocks and decodes them itself
 
@@ -264,30 +268,38 @@ PROGRESS_BYTES = 64 << 20  # inputs this long show their progress on a terminal'
 
 class _Progress:
     """Bytes read of the total and the rate, on stderr (a terminal) twice a second; the
-    line is cleared at the end."""
+    line is cleared at the end. With no total (a pipe, perf script's output) the bytes read
+    so far, once there are PROGRESS_BYTES of them."""
 
-    def __init__(self, raw, total: int, path: str):
+    def __init__(self, raw, total: Optional[int], path: str):
         import time
         self._raw, self._total, self._path = raw, total, path
         self._clock = time.monotonic
         self._t0 = self._next = self._clock() + 0.5
         self._t0 -= 0.5
         self._done = 0
+        self._shown = False
 
     def read(self, size: int) -> bytes:
         data = self._raw.read(size)
         self._done += len(data)
         now = self._clock()
         if not data:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-        elif now >= self._next:
+            if self._shown:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
+        elif now >= self._next and (self._total is not None or self._done >= PROGRESS_BYTES):
             self._next = now + 0.5
+            self._shown = True
             rate = self._done / 1e6 / max(now - self._t0, 1e-6)
-            sys.stderr.write(f"\roffconv: {self._path}: {self._done / 1e6:.0f} of "
-                             f"{self._total / 1e6:.0f} MB ({rate:.0f} MB/s)\033[K")
+            of = "" if self._total is None else f" of {self._total / 1e6:.0f}"
+            sys.stderr.write(f"\roffconv: {self._path}: {self._done / 1e6:.0f}{of} MB read "
+                             f"({rate:.0f} MB/s)\033[K")
             sys.stderr.flush()
         return data
+
+    def read1(self, size: int = -1) -> bytes:
+        return self.read(size if size > 0 else 1 << 20)
 
     def fileno(self):
         return self._raw.fileno()
