@@ -60,6 +60,15 @@ class Namer:
     def label(self, frame: Frame, java: bool = False) -> str:
         return self._caches[java][frame]
 
+    def lookup(self, java: bool):
+        """``label`` of one context as a C-level lookup: frame -> display name."""
+        return self._lookups[java]
+
+    @staticmethod
+    def is_java(root: Frame) -> bool:
+        """Whether a stack whose first frame is ``root`` is a java thread's."""
+        return _is_java(root)
+
     def stack(self, stack: tuple) -> tuple:
         """Display names of a stack, root first."""
         java = bool(stack) and _is_java(stack[0])

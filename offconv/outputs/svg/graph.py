@@ -13,6 +13,7 @@ from offconv.model.units import human_us
 from offconv.model.labels import Labels
 from offconv.model.naming import merge_by
 from offconv.model.options import FlameOptions, NamingOptions, Options
+from offconv.outputs.svg import levels
 from offconv.outputs.svg.layout import layout, prune_threshold
 from offconv.outputs.svg.palette import background, check_palette
 from offconv.outputs.svg.write import Style, write_svg
@@ -121,6 +122,16 @@ def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, nami
         rows = merge_by(profile.samples, None, known.keys(profile.samples, labels.stack))
         for name, w in known.named.items():  # and a second part named only: after them
             rows[name] = rows.get(name, 0) + w
+    elif (profile.before is None and not flame.flamechart
+          and len(profile.samples) >= levels.LEVELS_MIN and levels.usable(profile.samples)):
+        # many unique stacks: found depth by depth, no stack named whole (same Layout)
+        labels = Labels(naming)
+        name_of = levels.name_all(labels, profile.samples)
+        lay = levels.layout_levels(profile.samples, name_of, reverse=flame.reverse,
+                                   min_value=min_value, total=flame.total,
+                                   flags=labels.flags, max_depth=flame.max_depth)
+        write_svg(out, lay, style, differential=False)
+        return
     else:
         labels = Labels(naming)
         rows = labels.merge(profile.samples)
