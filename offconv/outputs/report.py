@@ -3,6 +3,7 @@ latency percentiles, blocked time by cause, top stacks per kind and per process,
 what was dropped. Durations in the unit that reads best; columns aligned."""
 from __future__ import annotations
 
+import re
 from typing import Optional, TextIO
 
 from offconv.analysis.summary import report_data
@@ -16,10 +17,37 @@ _NOT_LATENCY = {"poll/idle": "waiting for work, not latency",
                 "child": "waiting for child processes: their time is counted on them",
                 "peer-cpu": "another thread's CPU work: counted on that thread"}
 STACK_FRAMES = 6
+# what a terminal acts on or reorders, in a name: C0 and C1 controls (newline, carriage
+# return, ESC sequences...), DEL, the line and paragraph separators and the bidi controls
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def inert(text: str) -> str:
+    """``text`` as the report prints it: each of _UNSAFE as ``\\xNN`` or ``\\uNNNN``, so a
+    name cannot end, rewrite or reorder a line of it (the JSON report keeps names exactly)."""
+    return _UNSAFE.sub(_escaped, text)
+
+
+def _escaped(m) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def _inert_data(x):
+    """report_data's dict with every string (keys too) through ``inert``; a new one (the data
+    are cached on the profile). ThreadRows are left as they are: _table escapes their cells."""
+    if x.__class__ is str:
+        return inert(x)
+    if isinstance(x, dict):
+        return {_inert_data(k): _inert_data(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_inert_data(v) for v in x]
+    return x
 
 
 def _table(rows: list, out: TextIO, indent: str = "  ") -> None:
     """Rows of cells; the first row is the header. Text columns left, numbers right."""
+    rows = [[inert(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = [i > 0 and all(_numeric(r[i]) for r in rows[1:]) for i in range(len(widths))]
     for r in rows:
@@ -40,7 +68,7 @@ def _short(stack: str) -> str:
 
 
 def render(profile, out: TextIO, opts=None) -> None:
-    d = report_data(profile, opts)
+    d = _inert_data(report_data(profile, opts))
     if d.get("source") == "histograms":
         render_histograms(d, out)
         return

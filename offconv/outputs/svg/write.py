@@ -25,8 +25,9 @@ from offconv.outputs.svg.palette import FAMILY_BLOCKED, FAMILY_RUNQ, Colorizer, 
 # complement of its Char production, spelled as the few ranges it leaves out (the negated
 # class compiles 50 times slower, and this module is imported by every run).
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# (a carriage return as a reference: an XML parser reads a literal one as a newline)
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
-                          "'": "&#39;"})
+                          "'": "&#39;", "\r": "&#13;"})
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
