@@ -26,6 +26,17 @@ _VALUE_OPTIONS = {"-o", "--output", "--to", "--from", "--title", "--subtitle", "
 
 def main() -> None:
     try:
+        _main()
+    except KeyboardInterrupt:   # Ctrl-C before the command runs (its own handler says it then)
+        try:
+            sys.stderr.write("offconv: interrupted\n")
+        except BaseException:  # noqa: BLE001 - a closed stderr
+            pass
+        fast_exit(130)
+
+
+def _main() -> None:
+    try:
         prestart(sys.argv[1:])
     except Exception:  # noqa: BLE001 - an optimisation: the command runs the same without it
         pass

@@ -15,6 +15,7 @@ Linux and macOS)."""
 from __future__ import annotations
 
 import os
+import weakref
 
 try:  # the signal numbers without signal.py's enums (enum costs 1 ms on its own)
     from _signal import SIGCONT, SIGKILL, SIGPIPE, SIGSTOP, SIGXFSZ
@@ -49,6 +50,30 @@ def cxxfilt() -> "str | None":
     return which("c++filt")
 
 
+# pid -> Process of this process's still to be waited for (weakly: a dropped one goes to
+# _DROPPED): ended at exit (a Ctrl-C, an error, an input left unread), so that no perf
+# script outlives offconv; a pipe's closing would not end one still reading its file
+_LIVE: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+_ENDED_AT_EXIT: list = []
+
+
+def _end_live() -> None:
+    for proc in list(_LIVE.values()):
+        if proc.parent == os.getpid() and proc.poll() is None:
+            try:
+                proc.kill()
+                proc.wait()
+            except OSError:
+                pass
+    for pid in _DROPPED:
+        try:
+            os.kill(pid, SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+    _DROPPED.clear()
+
+
 class Process:
     """A child running ``args`` (``args[0]`` a path) with stdin from /dev/null, stdout
     and stderr to the given descriptors (None: /dev/null) and no other descriptor of this
@@ -63,6 +88,12 @@ class Process:
         self.returncode: "int | None" = None
         self.pid = None   # (until it has started: a failed start leaves nothing to reap)
         self.pid = spawn(self.args, stdout, stderr)
+        self.parent = os.getpid()
+        if not _ENDED_AT_EXIT:
+            import atexit
+            atexit.register(_end_live)
+            _ENDED_AT_EXIT.append(True)
+        _LIVE[self.pid] = self
 
     def __del__(self):
         """Dropped without a wait (an input opened and left, as a test may): its exit is
