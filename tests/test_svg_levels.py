@@ -39,9 +39,13 @@ def test_the_same_svg_as_the_sorted_walk_on_every_recording(name, args, monkeypa
     assert svg(path, args, monkeypatch, 0) == plain
 
 
-def test_float_weights_keep_the_sorted_walk():
+def test_float_weights_small_profiles_and_the_switch_keep_the_sorted_walk(monkeypatch):
+    monkeypatch.setattr(levels, "LEVELS_MIN", 2)
     assert levels.usable({("a",): 1, ("b",): True})
     assert not levels.usable({("a",): 1, ("b",): 0.5})
+    assert not levels.usable({("a",): 1})
+    monkeypatch.setenv("OFFCONV_SVG_LEVELS", "0")
+    assert not levels.usable({("a",): 1, ("b",): 2})
 
 
 # -- random profiles: the same boxes --------------------------------------------------

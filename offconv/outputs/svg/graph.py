@@ -122,8 +122,7 @@ def _draw(profile: Profile, out: TextIO, flame: FlameOptions, style: Style, nami
         rows = merge_by(profile.samples, None, known.keys(profile.samples, labels.stack))
         for name, w in known.named.items():  # and a second part named only: after them
             rows[name] = rows.get(name, 0) + w
-    elif (profile.before is None and not flame.flamechart
-          and len(profile.samples) >= levels.LEVELS_MIN and levels.usable(profile.samples)):
+    elif profile.before is None and not flame.flamechart and levels.usable(profile.samples):
         # many unique stacks: found depth by depth, no stack named whole (same Layout)
         labels = Labels(naming)
         name_of = levels.name_all(labels, profile.samples)

@@ -18,6 +18,7 @@ differences of running sums, which for floats may differ from these sums in the 
 """
 from __future__ import annotations
 
+import os
 from array import array
 from itertools import chain
 from operator import itemgetter
@@ -35,8 +36,11 @@ _SHIFT = 32          # a (parent frame, name) pair as one int: parent << _SHIFT 
 
 
 def usable(samples) -> bool:
-    """Whether ``samples`` can be drawn here: every weight an int (or a bool)."""
-    return set(map(type, samples.values())) <= {int, bool}
+    """Whether ``samples`` can be drawn here: LEVELS_MIN unique stacks or more, every weight
+    an int (or a bool), and not switched off (``OFFCONV_SVG_LEVELS=0``: the sorted walk,
+    the same bytes; benchmarks/scale.py measures both)."""
+    return (len(samples) >= LEVELS_MIN and os.environ.get("OFFCONV_SVG_LEVELS") != "0"
+            and set(map(type, samples.values())) <= {int, bool})
 
 
 def name_all(labels, samples) -> Callable:
