@@ -13,6 +13,7 @@ from offconv.cli import app
 from offconv.model.labels import Labels
 from offconv.model.options import NamingOptions
 from offconv.model.records import INLINE, JIT, KERNEL, MARKER, STATE, THREAD, USER, Frame, Task
+from offconv.model.stacktable import StackTable
 from offconv.outputs.svg import levels
 from offconv.outputs.svg.layout import layout, prune_threshold
 
@@ -84,6 +85,13 @@ def test_random_profiles_lay_out_as_the_sorted_walk(samples, reverse, minwidth, 
                   max_depth=max_depth)
     labels = Labels(opts)
     got = levels.layout_levels(samples, levels.name_all(labels, samples), reverse=reverse,
+                               min_value=min_value, flags=labels.flags, max_depth=max_depth)
+    assert labels.flags == plain_labels.flags
+    assert got == want
+    # and read from a StackTable as it holds its stacks (bytes of frame ids)
+    table = StackTable(samples)
+    labels = Labels(opts)
+    got = levels.layout_levels(table, levels.name_all(labels, table), reverse=reverse,
                                min_value=min_value, flags=labels.flags, max_depth=max_depth)
     assert labels.flags == plain_labels.flags
     assert got == want

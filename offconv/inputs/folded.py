@@ -39,6 +39,7 @@ import re
 from itertools import chain, islice
 from typing import Iterable, Iterator, Optional
 
+from offconv.model.stacktable import COMPACT_MIN, StackTable
 from offconv.model.errors import ParseError
 from offconv.model.formats import MAYBE, NO, YES, InputFormat
 from offconv.model.records import DELIMITER, INLINE, JIT, KERNEL, MARKER, OFFCPU, ONCPU, SAMPLES, THREAD, USER, WAKER_DELIMITER, WAKEUP, Frame, Sample, Task
@@ -322,6 +323,9 @@ def sum_lines(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions,
         had = add(stack, w)  # one hash of the stack when it is new (a folded file's lines are)
         if len(counts) == n:
             counts[stack] = had + w
+        elif n >= COMPACT_MIN and counts.__class__ is dict:   # many unique stacks: compact
+            counts = sums.counts = StackTable.adopt(counts)
+            add = counts.setdefault
         if w != 1:
             sums.weighted = True
         if before is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from offconv.model.stacktable import StackTable, compact
 from offconv.model.errors import OffconvError
 from offconv.model.records import ONCPU, SAMPLES, Profile, Sample, thread_frame
 from offconv.model.options import ParseOptions
@@ -102,19 +103,21 @@ class Sums:
         """Add the sums of the input's next part (``part()``'s tuple, from another
         process), as if its lines had been read here after this part's."""
         pairs, before, unit, kind, weighted = part
-        _add(self.counts, pairs)
+        self.counts = _add(self.counts, pairs)
         if before is not None:
             if self.before is None:
                 self.before = {}
-            _add(self.before, before.items())
+            self.before = _add(self.before, before.items())
         if self.unit is None:
             self.unit, self.kind = unit, kind
         self.weighted = self.weighted or weighted
 
     def part(self) -> tuple:
         """These sums as merge() takes them (a list of pairs: it pickles without hashing
-        the stacks)."""
-        return list(self.counts.items()), self.before, self.unit, self.kind, self.weighted
+        the stacks; a StackTable as it is)."""
+        counts = self.counts
+        pairs = counts if isinstance(counts, StackTable) else list(counts.items())
+        return pairs, self.before, self.unit, self.kind, self.weighted
 
     def finish(self, profile: Optional[Profile], path: str = "") -> Profile:
         """The sums added into ``profile`` (a new one if None)."""
@@ -148,17 +151,26 @@ def add_weights(profile: Profile, samples, before: Optional[dict]) -> None:
     ``samples`` is a dict, or (stack, weight) pairs in first-seen order (the split's child
     sends a list: it pickles and unpickles without hashing its 20k stacks)."""
     dst = profile.samples
-    if not dst and samples.__class__ is dict:
+    if isinstance(samples, StackTable) and not dst:
+        profile.samples = samples   # the first input's table, as it is
+    elif not dst and samples.__class__ is dict:
         dst.update(samples)  # the first input: one C loop, the same order
     else:
-        _add(dst, samples.items() if samples.__class__ is dict else samples)
+        profile.samples = _add(dst, samples.items() if samples.__class__ is dict else samples)
     if before is not None:
         if profile.before is None:
             profile.before = {}
-        _add(profile.before, before.items())
+        profile.before = _add(profile.before, before.items())
 
 
-def _add(dst: dict, pairs) -> None:
+def _add(dst, pairs):
+    """``dst`` (a dict or a StackTable) with ``pairs`` (stack, weight) added; a StackTable
+    when either is one or the sum holds COMPACT_MIN stacks (then ``dst`` is emptied)."""
+    if isinstance(pairs, StackTable):
+        if not isinstance(dst, StackTable):
+            dst = StackTable.adopt(dst)
+        dst.merge_from(pairs)
+        return dst
     add = dst.setdefault
     for key, n in pairs:
         m = len(dst)
@@ -166,6 +178,7 @@ def _add(dst: dict, pairs) -> None:
         if len(dst) != m:
             continue
         dst[key] = had + n
+    return compact(dst)
 
 
 # said when -p had to match tids (the input names no processes: perf script's default fields)

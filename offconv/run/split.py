@@ -20,6 +20,7 @@ from typing import Optional
 from offconv.model import gcpause
 from offconv.model.errors import ParseError
 from offconv.model.naming import FoldedNames, Namer, merge_by
+from offconv.model.stacktable import StackTable
 from offconv.inputs import demangle
 from offconv.inputs.source import Source, ends_inside
 from offconv.run import parallel
@@ -184,6 +185,19 @@ def _second_lines_here(src, path, fmt, popts, head):
     return sums.part(), None, None, stats, src.cut_line
 
 
+def _second_lines_into(sums, path, fmt, popts, head, span, part1, stats, stats1, profile):
+    """The second part of a line format summed in this process after the first (as the
+    serial path reads it), its lines numbered on from the first part's."""
+    part2 = Source(path, span=span, first_lineno=part1.next_lineno)
+    stats2: dict = {}
+    with gcpause.paused():
+        fmt.sum_lines(part2.lines(), path, popts, stats2, sums, head)
+        profile = sums.finish(profile, path)
+    merge_stats(stats, stats1, stats2)
+    part1.cut_line = part2.cut_line
+    return profile, part1
+
+
 def _load_split_lines(path: str, src: Source, fmt, opts, stats: dict, profile, size: int):
     """sum_lines over two processes, cut at a newline: the child's part is read with the
     first part's head lines (a folded file's dialect is decided by its first lines), and
@@ -201,6 +215,13 @@ def _load_split_lines(path: str, src: Source, fmt, opts, stats: dict, profile, s
         sums = Sums(popts)
         with gcpause.paused():
             fmt.sum_lines(part1.lines(), path, popts, stats1, sums)
+            if isinstance(sums.counts, StackTable):
+                # many unique stacks: the child's table, unpickled beside this one while
+                # they merge, would take as much memory again (1M stacks: 198 -> 270 MB);
+                # the second part is summed here instead, into the same table
+                child.stop()
+                return _second_lines_into(sums, path, fmt, popts, head, (cut, size), part1,
+                                          stats, stats1, profile)
             # the child's frames become this part's equal ones (_Unpickler)
             result = child.result({f: f for f in (sums.frames or {}).values()})
     finally:

@@ -21,11 +21,13 @@ from __future__ import annotations
 import os
 from array import array
 from itertools import chain
-from operator import itemgetter
+from operator import getitem, itemgetter
+from struct import Struct
 from typing import Callable, Optional
 
 from offconv.model.errors import OffconvError
 from offconv.model.labels import FAMILY_WAKER
+from offconv.model.stacktable import StackTable
 from offconv.outputs.svg.layout import ROOT, Box, Layout
 
 # from this many unique stacks the drawing is found depth by depth (graph._draw): below
@@ -46,38 +48,48 @@ def usable(samples) -> bool:
 def name_all(labels, samples) -> Callable:
     """Name every distinct frame of ``samples`` once with ``labels`` (so that its flags
     hold every display name's family and kind bits, as naming every stack does), and
-    return ``name_of(stack, frame)`` for layout_levels."""
+    return ``name_of(root, frame)`` for layout_levels."""
     namer = labels.namer
-    roots = set(map(itemgetter(0), filter(None, samples)))
+    if isinstance(samples, StackTable):
+        code, frames, table = samples.encoded()
+        roots = {frames[memoryview(k).cast(code)[0]] for k in table if k}
+    else:
+        roots = set(map(itemgetter(0), filter(None, samples)))
+        frames = None
     java = {r for r in roots if namer.is_java(r)}
     plain, in_java = namer.lookup(False), namer.lookup(True)
     if not java:
-        for f in set(chain.from_iterable(samples)):
+        for f in (frames if frames is not None else set(chain.from_iterable(samples))):
             plain(f)
-        return lambda stack, frame: plain(frame)
+        return lambda root, frame: plain(frame)
     # a frame's flags go to the name it has where it is named first (Labels._note): in
     # the profile's order, as naming every stack does
     stack = namer.stack
     for s in samples:
         stack(s)
-    return lambda stack, frame: (in_java if stack[0] in java else plain)(frame)
+    return lambda root, frame: (in_java if root in java else plain)(frame)
 
 
 def layout_levels(samples, name_of: Callable, *, reverse: bool = False,
                   min_value: float = 0.0, total: Optional[float] = None,
                   flags: Optional[dict] = None, max_depth: Optional[int] = None) -> Layout:
     """``layout.layout(names of samples, ...)`` without naming the stacks whole.
-    ``samples``: stack of frames -> int weight. ``name_of(stack, frame)``: the display name
-    of ``frame`` in ``stack`` (its thread decides a Java frame's name). ``flags``: display
+    ``samples``: stack of frames -> int weight (a dict, or a StackTable, read as it holds
+    its stacks). ``name_of(root, frame)``: the display name of ``frame`` in a stack whose
+    first frame is ``root`` (its thread decides a Java frame's name). ``flags``: display
     name -> (family, kind bits), as for layout (complete for every name the stacks hold)."""
     table = flags or {}
     limit = max_depth if max_depth is not None else 1 << 62
-    stacks = [s for s, w in samples.items() if s and w > 0]
-    weights = [w for s, w in samples.items() if s and w > 0]
+    pairs, length, frame_at = _access(samples)
+    stacks = [s for s, w in pairs if s and w > 0]
+    weights = [w for s, w in pairs if s and w > 0]
     actual = sum(weights)
     if not actual > 0:
         raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
-    deep = [w for s, w in zip(stacks, weights) if len(s) > limit]
+    deep = [(s, w) for s, w in zip(stacks, weights) if length(s) > limit]
+    # (the walk counts rows: stacks that display the same are one; deep ones are few)
+    deep_rows = {tuple(name_of(frame_at(s, 0), frame_at(s, i)) for i in range(length(s)))
+                 for s, _ in deep}
     timemax = total if total is not None and total > actual else actual
     # the drawn frames, by node number (0 the root): name, depth, start, value, flags,
     # the flags their children start from, children (in name order)
@@ -85,7 +97,7 @@ def layout_levels(samples, name_of: Callable, *, reverse: bool = False,
     ids: dict = {}                     # display name -> its id
     by_id: list = []
     at = array("i", bytes(4 * len(stacks)))    # each stack's drawn frame at the last depth
-    rows = _Rows(stacks, name_of)
+    rows = _Rows(stacks, name_of, length, frame_at)
     live = range(len(stacks))
     d = 0
     while live and d < limit:
@@ -93,15 +105,15 @@ def layout_levels(samples, name_of: Callable, *, reverse: bool = False,
         get = sums.get
         first: dict = {}   # (parent, name id) -> the one row through it, or -1 for several
         first_get = first.get
-        keys = []
+        keys = array("q")              # (machine words: a million stacks are live at first)
         push = keys.append
         for i in live:
             s = stacks[i]
-            n = len(s)
+            n = length(s)
             if n == d:               # ends at its frame: that frame's own time
                 push(-1)
                 continue
-            name = name_of(s, s[n - 1 - d] if reverse else s[d])
+            name = name_of(frame_at(s, 0), frame_at(s, n - 1 - d if reverse else d))
             nid = ids.get(name)
             if nid is None:
                 nid = ids[name] = len(by_id)
@@ -117,7 +129,7 @@ def layout_levels(samples, name_of: Callable, *, reverse: bool = False,
         if not sums:
             break
         drawn = nodes.depth(sums, first, by_id, d, min_value, table)
-        nxt = []
+        nxt = array("i")
         keep = nxt.append
         for i, key in zip(live, keys):
             node = drawn.get(key)
@@ -127,14 +139,27 @@ def layout_levels(samples, name_of: Callable, *, reverse: bool = False,
         live = nxt
         d += 1
     return Layout(nodes.boxes(), actual, timemax, max(nodes.depth_of), 1.0,
-                  (len(deep), sum(deep), limit))
+                  (len(deep_rows), sum(w for _, w in deep), limit))
+
+
+def _access(samples) -> tuple:
+    """(stack, weight) pairs of ``samples``, a stack's length and its frame at an index:
+    a StackTable's stacks as it holds them (bytes of frame ids), not as tuples."""
+    if not isinstance(samples, StackTable):
+        return samples.items(), len, getitem
+    code, frames, table = samples.encoded()
+    width = array(code).itemsize
+    unpack = Struct("=" + code).unpack_from
+    return (table.items(), lambda key: len(key) // width,
+            lambda key, i: frames[unpack(key, i * width)[0]])
 
 
 class _Rows:
     """Whether two stacks are one row of the sorted walk: the same display names."""
 
-    def __init__(self, stacks: list, name_of: Callable):
+    def __init__(self, stacks: list, name_of: Callable, length: Callable, frame_at: Callable):
         self.stacks, self.name_of = stacks, name_of
+        self.length, self.frame_at = length, frame_at
         self.rep = array("i", range(len(stacks)))   # a stack's first-met equal stack
 
     def same(self, a: int, b: int) -> bool:
@@ -142,10 +167,12 @@ class _Rows:
         if rep[a] == rep[b]:
             return True
         sa, sb = self.stacks[a], self.stacks[b]
-        if len(sa) != len(sb):
+        n = self.length(sa)
+        if n != self.length(sb):
             return False
-        name_of = self.name_of
-        if any(name_of(sa, x) != name_of(sb, y) for x, y in zip(sa, sb)):
+        name_of, at = self.name_of, self.frame_at
+        ra, rb = at(sa, 0), at(sb, 0)
+        if any(name_of(ra, at(sa, i)) != name_of(rb, at(sb, i)) for i in range(n)):
             return False
         rep[b] = rep[a]
         return True
