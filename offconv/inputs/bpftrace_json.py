@@ -69,13 +69,36 @@ def split_key(key: str) -> tuple:
     return tuple(parts)
 
 
+class _Shape(ValueError):
+    """JSON, but not of bpftrace's shape: its message says what the line holds instead."""
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _buckets(rows: list) -> tuple:
+    if not isinstance(rows, list):
+        raise _Shape(f"a histogram of {type(rows).__name__}, not a list of buckets")
     out = []
     for r in rows:
+        if not isinstance(r, dict) or not _int(r.get("count")) or r["count"] < 0 \
+                or not all(r.get(k) is None or _int(r[k]) for k in ("min", "max")):
+            raise _Shape(f"the bucket {json.dumps(r)[:60]}, not "
+                         "{\"min\": N, \"max\": N, \"count\": N}")
         lo = r.get("min")
         hi = r.get("max")
         out.append((lo, None if hi is None else hi + 1, r["count"]))
     return tuple(out)
+
+
+def _value(v):
+    """A map element's value; a stats() value's numbers checked (records read its total
+    and count)."""
+    if isinstance(v, dict) and "total" in v and not (_int(v["total"]) and _int(v.get("count"))):
+        raise _Shape(f"the value {json.dumps(v)[:60]}, not stats() "
+                     "{\"count\": N, \"average\": N, \"total\": N}")
+    return v
 
 
 def entries_of(obj: dict, lineno: int) -> Iterator[Entry]:
@@ -88,15 +111,17 @@ def entries_of(obj: dict, lineno: int) -> Iterator[Entry]:
         if kind == "hist":
             if isinstance(value, list):
                 yield Entry(name, (), _buckets(value), lineno=lineno)
-            else:
+            elif isinstance(value, dict):
                 for k, rows in value.items():
                     yield Entry(name, split_key(k), _buckets(rows), lineno=lineno)
+            else:
+                raise _Shape(f"a histogram of {type(value).__name__}, not a list of buckets")
         elif isinstance(value, dict) and not (kind == "stats" and "count" in value
                                               and "average" in value):
             for k, v in value.items():
-                yield Entry(name, split_key(k), value=v, lineno=lineno)
+                yield Entry(name, split_key(k), value=_value(v), lineno=lineno)
         else:
-            yield Entry(name, (), value=value, lineno=lineno)
+            yield Entry(name, (), value=_value(value), lineno=lineno)
 
 
 def entries(lines: Iterable[tuple[int, str]], path: str, lenient: bool = False,
@@ -108,16 +133,26 @@ def entries(lines: Iterable[tuple[int, str]], path: str, lenient: bool = False,
         try:
             obj = json.loads(s)
             if not isinstance(obj, dict) or "type" not in obj:
-                raise ValueError("no 'type'")
-        except ValueError as e:
+                raise _Shape("a JSON value without a type")
+            found = list(entries_of(obj, lineno))
+        except (ValueError, RecursionError) as e:
             if not lenient:
-                raise ParseError(path, lineno, EXPECTED, got=f"{'not JSON' if isinstance(e, json.JSONDecodeError) else 'a JSON value without a type'}",
-                                 line=line) from None
+                raise ParseError(path, lineno, EXPECTED, got=_got(e), line=line) from None
             if stats is not None:
                 stats["skipped_lines"] = stats.get("skipped_lines", 0) + 1
                 stats.setdefault("first_skipped", f"{path}:{lineno}")
             continue
-        yield from entries_of(obj, lineno)
+        yield from found
+
+
+def _got(e: Exception) -> str:
+    if isinstance(e, json.JSONDecodeError):   # where: a long line's quote shows 200 characters
+        return f"not JSON ({e.msg} at column {e.colno})"
+    if isinstance(e, RecursionError):
+        return "JSON nested too deeply to read"
+    if isinstance(e, _Shape):
+        return str(e)
+    return f"not JSON ({e})"   # (a number of more than 4300 digits)
 
 
 def parse(lines: Iterable[tuple[int, str]], path: str, opts: ParseOptions = ParseOptions(),
@@ -135,6 +170,8 @@ def sniff(head: list[str]) -> str:
             return NO
         try:
             obj = json.loads(s)
+        except RecursionError:
+            return MAYBE   # nested deeper than Python reads: the parser says so, at its line
         except ValueError:
             return MAYBE if len(s) > 4096 else NO
         return YES if isinstance(obj, dict) and obj.get("type") in TYPES else NO

@@ -406,7 +406,9 @@ class _Counted:
         out, got = [], 0
         while n < 0 or got < n:
             try:
-                piece = self.stream.read(self.PIECE if n < 0 else min(self.PIECE, n - got))
+                # read1: one decompression step, so that what it gave before the damage is
+                # kept (read() of a GzipFile loses a piece's good part when its end is bad)
+                piece = self.stream.read1(self.PIECE if n < 0 else min(self.PIECE, n - got))
             except Exception as e:   # (the decompressor's own: zlib.error, LZMAError, OSError...)
                 if not out:
                     raise

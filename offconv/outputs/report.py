@@ -8,7 +8,7 @@ from typing import Optional, TextIO
 
 from offconv.analysis.summary import report_data
 from offconv.model.formats import OutputFormat
-from offconv.model.records import CLOCK_EVENTS
+from offconv.model.records import CLOCK_EVENTS, ONCPU
 from offconv.model.units import human_us, plural
 from offconv.analysis.verdict import left_out_text, scope_text
 
@@ -261,11 +261,13 @@ def render_stacks(d: dict, out: TextIO, verdict: Optional[bool] = True) -> None:
         left = left_out_text(v["left_out"])
         w(f"  (workload: {work or 'none'}{'; left out: ' + left if left else ''})\n")
     wt, t = d["weights"], d["totals"]
-    if wt["unit"] == "samples":
+    if wt["unit"] == "samples" or wt["measures"] == ONCPU:   # (sample_report._oncpu_report)
         what = ("Weights in samples (the file does not say their unit)" if v["uncertain"]
                 else "On-CPU profile")
         event = (wt.get("event") or "").split(":", 1)[0]
-        if event:  # perf printed periods: the weights sum them, as stackcollapse-perf.pl does
+        if wt["unit"] != "samples":   # on-CPU samples as time (--mode wallclock, no sched events)
+            weight = f"on-CPU time in {wt['unit']}, {wt['samples']} in all"
+        elif event:  # perf printed periods: the weights sum them, as stackcollapse-perf.pl does
             if event in CLOCK_EVENTS:
                 weight = (f"samples weighted by their {event} period in ns, {wt['samples']} in "
                           f"all ({human_us(wt['samples'] / 1000)} on CPU)")
@@ -275,7 +277,7 @@ def render_stacks(d: dict, out: TextIO, verdict: Optional[bool] = True) -> None:
             weight = f"{wt['samples']} samples"
         w(f"\n{what}: {weight}; {plural(len(d['threads']), 'thread')}; "
           "no off-CPU, run-queue or blocked time measured\n")
-        rows = [["thread", "pid", "tid", event or "samples", "share"]]
+        rows = [["thread", "pid", "tid", event or wt["unit"], "share"]]
         for r in d["threads"][:MAX_THREADS]:
             rows.append([r["comm"], _id(r["pid"]), _id(r["tid"]), str(r["samples"]),
                          f"{r['share']:.1%}"])

@@ -113,6 +113,8 @@ class _Builder:
         self.final_comm.clear()
         for rec in records:
             t = rec.task
+            if t is None:   # a sample without a thread (folded, --mode wallclock): no name
+                continue
             self.final_comm[t.tid] = t.comm
             if t.pid is not None:
                 self.pid_of[t.tid] = t.pid

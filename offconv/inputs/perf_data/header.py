@@ -24,7 +24,7 @@ def read_header(path: str) -> tuple | None:
             size, attr_size, attrs_at, attrs_size = struct.unpack_from("<4Q", head, 8)
             if size != 104 or attr_size < 16 or not 0 < attrs_size <= 1 << 20:
                 return None
-            attrs = os.pread(f.fileno(), attrs_size, attrs_at)
+            attrs = _pread(f.fileno(), attrs_size, attrs_at)
     except (OSError, struct.error):
         return None
     if len(attrs) != attrs_size or attrs_size % attr_size:
@@ -40,10 +40,10 @@ def build_ids(fd: int, head: bytes, features_at: int) -> list:
     if not bits >> HEADER_BUILD_ID & 1:
         return []
     index = bin(bits & ((1 << HEADER_BUILD_ID) - 1)).count("1")
-    at, size = struct.unpack("<2Q", os.pread(fd, 16, features_at + 16 * index))
+    at, size = struct.unpack("<2Q", _pread(fd, 16, features_at + 16 * index))
     if size > 16 << 20:
         return []
-    buf = os.pread(fd, size, at)
+    buf = _pread(fd, size, at)
     out = []
     i = 0
     while i + 36 <= len(buf):  # header (type, misc, size), pid, build id[24], file name
@@ -55,3 +55,9 @@ def build_ids(fd: int, head: bytes, features_at: int) -> list:
                     buf[i + 36:i + n].split(b"\0", 1)[0]))
         i += n
     return out
+
+
+def _pread(fd: int, n: int, at: int) -> bytes:
+    """os.pread, or b"" (nothing there) at an offset no file has: a damaged header's
+    offsets are 64-bit and os.pread takes at most 2^63 - 1 (OverflowError above)."""
+    return os.pread(fd, n, at) if at < 1 << 63 else b""
