@@ -23,7 +23,6 @@ import argparse
 import datetime
 import lzma
 import os
-import random
 import re
 import subprocess
 import sys
@@ -33,21 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CACHE, SHARED_BENCH, offconv_cmd, offconv_how, timed  # noqa: E402
-from run import machine  # noqa: E402
-
-
-def million_folded() -> Path:
-    out = CACHE / "million.folded"
-    if not out.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        rnd = random.Random(1)
-        words = [f"fn_{i:05d}" for i in range(20000)]
-        with open(str(out) + ".tmp", "w") as f:
-            for _ in range(1_000_000):
-                stack = ";".join(["main"] + rnd.choices(words, k=rnd.randint(5, 30)))
-                f.write(f"{stack} {rnd.randint(1, 100)}\n")
-        os.replace(str(out) + ".tmp", out)
-    return out
+from run import machine, million_folded  # noqa: E402  (run.py --big's file)
 
 
 def deep_folded() -> Path:
