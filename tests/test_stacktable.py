@@ -79,8 +79,8 @@ INPUTS = [FIX / "flamegraph-test" / "perf-java-stacks-01.txt",
           FIX / "flamegraph-test" / "perf-dd-stacks-01.txt",
           FIX / "svg" / "victim_a_1.offcpu.folded",
           FIX / "svg" / "victim_a_1.wakeup.folded"]
-OUTS = [["--to", "folded"], ["--to", "svg"], ["--to", "speedscope"], ["--to", "pprof"],
-        ["--to", "report"], ["--to", "json"], ["--to", "svg", "--reverse", "--minwidth", "0"]]
+OUTS = [["--to", "folded"], ["--to", "speedscope"], ["--to", "pprof"], ["--to", "json"],
+        ["--to", "svg", "--reverse", "--minwidth", "0"]]
 
 
 @pytest.mark.parametrize("src", INPUTS, ids=lambda p: p.name)
