@@ -159,7 +159,6 @@ def _rebuild(frames: list, code: str, d: dict) -> StackTable:
     t.code = code
     for f in frames:
         t._new(f)
-    t.code = code
     t._d = d
     return t
 
