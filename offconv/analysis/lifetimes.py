@@ -8,6 +8,7 @@ from __future__ import annotations
 from array import array
 
 from offconv.sched.causes import QUEUED_WAKER, UNREAD, from_events, queued_wakeup
+from offconv.sched.latency import grown, merged
 
 
 UNWOKEN_LOCK = ("lock?", "futex, no wakeup seen")   # resolved by Analysis.finish
@@ -60,7 +61,9 @@ def _recause(tt, old: tuple, new: tuple, d: int, unknown: int, waker_comm: str) 
         arr.remove(d)
         if not arr:
             del tt.cause_durations[old[0]]
-        tt.cause_durations.setdefault(new[0], array("q")).append(d)
+        dest = tt.cause_durations.setdefault(new[0], array("q"))
+        dest.append(d)
+        tt.cause_durations[new[0]] = grown(dest)
 
 
 def _move(m: dict, old, new, v: int) -> None:
@@ -307,8 +310,8 @@ class Lifetimes:
             # move the durations with them
             arr = tt.cause_durations.pop("lock?", None)
             if arr is not None:
-                dest = tt.cause_durations.setdefault(new[0], array("q"))
-                dest.extend(arr)
+                tt.cause_durations[new[0]] = merged(
+                    tt.cause_durations.get(new[0], array("q")), arr)
             for key in [k for k in tt.wakers if k[0] == UNWOKEN_LOCK]:
                 tt.wakers[(new, key[1])] = tt.wakers.pop(key)
             if tt.tid in self.last_cause and self.last_cause[tt.tid] == UNWOKEN_LOCK:

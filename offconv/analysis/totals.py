@@ -114,6 +114,9 @@ def _record(tt: ThreadTotals) -> Optional[list]:
     sizes.append(len(tt.cause_durations))
     if max(sizes) > _NMAX or len(_KEYS) + sum(sizes) + 1 >= _KMAX:
         return None
+    if (tt.runq_cont.__class__ is not array or tt.runq_idle.__class__ is not array
+            or any(a.__class__ is not array for a in tt.cause_durations.values())):
+        return None   # (latency.Buckets: a thread that waited thousands of times stays live)
     scalars = _get_scalars(tt)
     mask = 0
     for i, v in enumerate(scalars):

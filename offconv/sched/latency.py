@@ -1,31 +1,127 @@
-"""Latency distributions: nearest-rank percentiles over exact durations, and bpftrace-style
-log2 histograms (computed once per profile).
+"""Latency distributions: nearest-rank percentiles over durations, and bpftrace-style log2
+histograms (computed once per profile).
 
-The durations of a trace are kept as ``array("q")`` of ns (8 bytes each). ``Runs`` reads a
-multiset of them without making one Python int per value (``sorted(values)`` of a million
-durations is a ~40 MB list): it copies them into sorted runs of at most ``RUN`` values
-(the only Python list is one run being sorted) and answers ranks and counts by binary
-search. The answers are those of the sorted list, exactly."""
+The durations of a trace are kept as ``array("q")`` of ns (8 bytes each), one sequence per
+thread and kind of wait, exactly up to ``EXACT_MAX`` values. A sequence that grows past it
+becomes ``Buckets``: a count per log-linear bucket (1 µs wide below 128 µs, then 64 buckets
+an octave), so a thread that waits a hundred million times in a 10 GB stream holds at most
+a few thousand counts. A value read back from a bucket is its midpoint: within 1 µs below
+128 µs and 0.8% above; the buckets' bounds are whole µs on every power of two, so a log2 µs
+histogram (``log2_buckets``) counts them exactly.
+
+``Runs`` reads a multiset of them without making one Python int per value (``sorted(values)``
+of a million durations is a ~40 MB list): it copies the exact ones into sorted runs of at
+most ``RUN`` values (the only Python list is one run being sorted), sums the bucketed ones
+into one weighted run, and answers ranks and counts by binary search. Over exact sequences
+the answers are those of the sorted list, exactly."""
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from itertools import accumulate, repeat
 
 from offconv.model.units import ns_to_us
 
 RUN = 1 << 16   # values per sorted run (the one transient list: RUN Python ints)
+EXACT_MAX = 1 << 13   # values a sequence keeps exactly (64 KB) before it becomes Buckets
+FINE_US = 128         # below it, buckets 1 µs wide; above, the top 7 bits of the µs kept
+
+
+def bucket_value(ns: int) -> int:
+    """The value (ns) that stands for ``ns`` in Buckets: the midpoint of its bucket."""
+    us = ns // 1000
+    if us < FINE_US:
+        return us * 1000 + 500
+    e = us.bit_length() - 7
+    return (us >> e << e) * 1000 + (500 << e)
+
+
+class Buckets:
+    """A sequence of durations (ns) past ``EXACT_MAX`` values, as a count per bucket keyed
+    by the bucket's midpoint (``bucket_value``). It is used where an ``array("q")`` of the
+    durations is: ``append``, ``extend``, ``remove``, ``len``, iteration (the midpoints,
+    each as often as counted, ascending)."""
+
+    __slots__ = ("counts", "n")
+
+    def __init__(self, values=()):
+        self.counts: dict = {}
+        self.n = 0
+        self.extend(values)
+
+    def append(self, ns: int) -> None:
+        k = bucket_value(ns)
+        c = self.counts
+        c[k] = c.get(k, 0) + 1
+        self.n += 1
+
+    def extend(self, values) -> None:
+        c = self.counts
+        if values.__class__ is Buckets:
+            for k, n in values.counts.items():
+                c[k] = c.get(k, 0) + n
+            self.n += values.n
+            return
+        for ns in values:
+            k = bucket_value(ns)
+            c[k] = c.get(k, 0) + 1
+            self.n += 1
+
+    def remove(self, ns: int) -> None:
+        k = bucket_value(ns)
+        n = self.counts.get(k)
+        if not n:
+            raise ValueError("Buckets.remove(x): x not in the sequence")
+        if n == 1:
+            del self.counts[k]
+        else:
+            self.counts[k] = n - 1
+        self.n -= 1
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        for k in sorted(self.counts):
+            yield from repeat(k, self.counts[k])
+
+    def __repr__(self) -> str:
+        return f"Buckets({self.n} values in {len(self.counts)} buckets)"
+
+
+def grown(seq):
+    """``seq`` as it should be kept: an exact array past EXACT_MAX values as Buckets."""
+    if len(seq) >= EXACT_MAX and seq.__class__ is not Buckets:
+        return Buckets(seq)
+    return seq
+
+
+def merged(dest, src):
+    """``dest`` with the values of ``src`` added (either an array or Buckets), as kept."""
+    if dest.__class__ is Buckets or src.__class__ is Buckets:
+        if dest.__class__ is not Buckets:
+            dest = Buckets(dest)
+        dest.extend(src)
+        return dest
+    dest.extend(src)
+    return grown(dest)
 
 
 class Runs:
     """An ascending multiset of ints as a few sorted arrays. ``Runs(seqs)``: the values of
     every sequence in ``seqs`` (arrays, lists), in any order."""
 
-    __slots__ = ("runs", "count")
+    __slots__ = ("runs", "count", "values", "upto")
 
     def __init__(self, seqs=()):
         self.runs: list = []
         batch = array("q")
+        weights: dict = {}
         for seq in seqs:
+            if seq.__class__ is Buckets:
+                for k, n in seq.counts.items():
+                    weights[k] = weights.get(k, 0) + n
+                continue
             if len(seq) >= RUN:
                 for i in range(0, len(seq), RUN):
                     self._flush(seq[i:i + RUN])
@@ -36,7 +132,10 @@ class Runs:
                 batch = array("q")
         if batch:
             self._flush(batch)
-        self.count = sum(len(r) for r in self.runs)
+        # the bucketed values: ascending, and how many are <= each (an empty run when none)
+        self.values = array("q", sorted(weights))
+        self.upto = array("q", accumulate(weights[k] for k in self.values))
+        self.count = sum(len(r) for r in self.runs) + (self.upto[-1] if self.upto else 0)
 
     def _flush(self, values) -> None:
         self.runs.append(array("q", sorted(values)))
@@ -44,25 +143,42 @@ class Runs:
     def __len__(self) -> int:
         return self.count
 
+    def _ends(self, i: int) -> list:
+        return [r[i] for r in self.runs] + ([self.values[i]] if self.values else [])
+
     def min(self):
-        return min(r[0] for r in self.runs) if self.count else None
+        return min(self._ends(0)) if self.count else None
 
     def max(self):
-        return max(r[-1] for r in self.runs) if self.count else None
+        return max(self._ends(-1)) if self.count else None
 
     def count_below(self, x: int) -> int:
         """How many values are < x."""
-        return sum(bisect_left(r, x) for r in self.runs)
+        n = sum(bisect_left(r, x) for r in self.runs)
+        i = bisect_left(self.values, x)
+        return n + self.upto[i - 1] if i else n
+
+    def count_upto(self, x: int) -> int:
+        """How many values are <= x."""
+        n = sum(bisect_right(r, x) for r in self.runs)
+        i = bisect_right(self.values, x)
+        return n + self.upto[i - 1] if i else n
+
+    def items(self):
+        """(value, how many times) in no particular order."""
+        for r in self.runs:
+            yield from zip(r, repeat(1))
+        yield from zip(self.values, (b - a for a, b in zip(
+            accumulate(self.upto[:-1], initial=0), self.upto)))
 
     def kth(self, k: int):
         """The k-th smallest value (1-based), as ``sorted(values)[k - 1]``."""
-        if len(self.runs) == 1:
+        if len(self.runs) == 1 and not self.values:
             return self.runs[0][k - 1]
         lo, hi = self.min(), self.max()
-        runs = self.runs
         while lo < hi:   # the smallest x with k values <= x: a value of the multiset
             mid = (lo + hi) // 2
-            if sum(bisect_right(r, mid) for r in runs) >= k:
+            if self.count_upto(mid) >= k:
                 hi = mid
             else:
                 lo = mid + 1
@@ -103,11 +219,10 @@ def log2_buckets(values_ns) -> tuple:
     if isinstance(values_ns, Runs) and values_ns.count and values_ns.min() >= 0:
         return _log2_runs(values_ns)
     counts: dict = {}
-    for ns in values_ns if not isinstance(values_ns, Runs) else (
-            v for r in values_ns.runs for v in r):
+    for ns, n in values_ns.items() if isinstance(values_ns, Runs) else zip(values_ns, repeat(1)):
         us = ns // 1000
         lo = 0 if us == 0 else 1 << (us.bit_length() - 1)
-        counts[lo] = counts.get(lo, 0) + 1
+        counts[lo] = counts.get(lo, 0) + n
     if not counts:
         return ()
     los = [0, 1]
