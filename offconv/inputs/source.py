@@ -52,7 +52,10 @@ class Source:
         self.next_lineno: Optional[int] = None  # after block_lists(): the line after the last
         self._stream = self._open()
         self.mangled = bool(getattr(self._stream, "mangled", False))
-        self._chunks = _text_chunks(self._stream)
+        # invalid UTF-8 read as U+FFFD: [how many sequences, the first's byte in the text read]
+        self.invalid_utf8: list = [0, None]
+        self._chunks = _text_chunks(self._stream, invalid=self.invalid_utf8,
+                                    start=span[0] if span else 0)
         self._first = self._read_first()
         self.head: list[str] = self._first.split("\n", SNIFF_LINES)[:SNIFF_LINES]
         if self.head and self.head[-1] == "" and self._first.endswith("\n"):
@@ -426,22 +429,47 @@ class _Counted:
         self.stream.close()
 
 
-def _text_chunks(stream, size: int = 1 << 20) -> Iterator[str]:
-    """The input as decoded text in ~1 MiB chunks: UTF-8 (invalid bytes replaced), CRLF
+_DECODING: list = [None, 0]   # the ``invalid`` count of the decode in progress, its base
+
+
+def _replace_counted(e: UnicodeDecodeError) -> tuple:
+    """The "replace" error handler, counting: each invalid sequence read as U+FFFD."""
+    invalid, base = _DECODING
+    if invalid is not None:
+        if invalid[1] is None:
+            invalid[1] = base + e.start
+        invalid[0] += 1
+    return "\ufffd", e.end
+
+
+codecs.register_error("offconv-replace", _replace_counted)
+
+
+def _text_chunks(stream, size: int = 1 << 20, invalid: Optional[list] = None,
+                 start: int = 0) -> Iterator[str]:
+    """The input as decoded text in ~1 MiB chunks: UTF-8 (invalid bytes replaced by U+FFFD,
+    and counted in ``invalid``: [sequences, the first's offset, from ``start``]), CRLF
     turned into LF. Reading big blocks is much faster than a text file's line iteration, and
     on a pipe one read waits for a full block instead of waking for every few kilobytes."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder = codecs.getincrementaldecoder("utf-8")("offconv-replace")
     decode = decoder.decode
     read = stream.read
     held_cr = False
     pending = False  # the decoder holds the start of a character cut by the last read
+    at = start       # the offset of the next read's first byte
     while True:
         data = read(size)
         if not pending and data.isascii():  # the usual chunk: no decoder state to keep
             text = data.decode("ascii")
         else:
-            text = decode(data, not data)
+            # (the decoder's errors are at offsets into its held bytes and then ``data``)
+            _DECODING[0], _DECODING[1] = invalid, at - len(decoder.getstate()[0])
+            try:
+                text = decode(data, not data)
+            finally:
+                _DECODING[0] = None
             pending = bool(decoder.getstate()[0])
+        at += len(data)
         if held_cr:
             text = "\r" + text
             held_cr = False
@@ -476,6 +504,34 @@ def _split(chunks: Iterator[str], sep: str, cut=None, ended=None) -> Iterator[st
         count += 1
     if ended is not None:
         ended(count)
+
+
+def invalid_utf8_stats(src: Source, stats: dict) -> None:
+    """A part read in a child: its invalid UTF-8 count into its parse ``stats`` (merged
+    into the parent's, where ``invalid_utf8_warning`` says it)."""
+    n, first = src.invalid_utf8
+    if n:
+        stats["invalid_utf8"] = stats.get("invalid_utf8", 0) + n
+        stats.setdefault("invalid_utf8_first", (src.path, first))
+
+
+def invalid_utf8_warning(sources: list, stats: dict) -> Optional[str]:
+    """The one warning of the invalid UTF-8 the inputs had (this process's Sources and the
+    parts read in children, ``stats``): how many sequences, where the first was."""
+    n = sum(src.invalid_utf8[0] for src in sources if getattr(src, "invalid_utf8", None))
+    n += stats.get("invalid_utf8", 0)
+    if not n:
+        return None
+    first = next(((src.path, src.invalid_utf8[1], src.kind) for src in sources
+                  if getattr(src, "invalid_utf8", None) and src.invalid_utf8[0]), None)
+    if first is None:   # (only in a part read by a child: a plain file's)
+        first = (*stats["invalid_utf8_first"], "text")
+    path, offset, kind = first
+    where = ("" if kind == "text" else " of the decompressed text"
+             if kind in ("gzip", "xz", "bzip2", "zstd") else " of perf script's output")
+    seq = "sequence" if n == 1 else "sequences"
+    return (f"{path}: {n:,} invalid UTF-8 {seq} read as U+FFFD (the first at byte offset "
+            f"{offset:,}{where}): names that contain them are not the bytes recorded")
 
 
 def ends_inside(err: ParseError, src: Source) -> bool:

@@ -57,7 +57,7 @@ def merge_stats(stats: dict, *parts: dict) -> None:
     largest (as one parse would have kept them)."""
     for part in parts:
         for key, value in part.items():
-            if key == "first_skipped":
+            if key in ("first_skipped", "invalid_utf8_first"):
                 stats.setdefault(key, value)
             elif key == "lost_samples_pct":
                 stats[key] = max(stats.get(key, 0.0), value)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Iterator, Optional
 
+from offconv.inputs.source import invalid_utf8_warning
 from offconv.model.errors import OffconvError
 from offconv.model.records import BLOCKED, Histogram, Profile, ThreadTime
 from offconv.run import perf_data, sched_split, serial, split
@@ -123,6 +124,9 @@ def _add_warnings(profile: Profile, sources: list, notes: list, stats: dict) -> 
     lost and lines --lenient skipped (those also counted in the dropped figures)."""
     # the converters' warnings first (perf found no kernel symbols: every cause is in doubt)
     profile.warnings[:0] = [n for src in sources for n in getattr(src, "notes", ())] + notes
+    bad_text = invalid_utf8_warning(sources, stats)
+    if bad_text:
+        profile.warnings.append(bad_text)
     for src in sources:
         if src.cut_line is not None:
             profile.warnings.append(f"{src.path}:{src.cut_line}: the input ends inside this "

@@ -33,7 +33,7 @@ from typing import Optional
 
 from offconv.sched import intervals, probe, tail
 from offconv.model.records import OFFCPU_MODES, ONCPU
-from offconv.inputs.source import Source, numbered_blocks, until_cut
+from offconv.inputs.source import Source, invalid_utf8_stats, numbered_blocks, until_cut
 from offconv.run import parallel
 from offconv.run.reading import SCHED, Input, Read, peek, route_of
 
@@ -154,6 +154,7 @@ class Tail:
         # serially, here: the same records, errors and line numbers as one process's
         src, records = self._records(second_line, self.parse_stats)
         intervals.run(machine, records)
+        invalid_utf8_stats(src, self.parse_stats)
         self.part1.cut_line = src.cut_line
 
     def _records(self, first_lineno: int, stats: dict) -> tuple:
@@ -192,6 +193,7 @@ def _second_part(path, fmt, span, popts, agg):
         machine.marks = probe.probe_marks(head)
         del head
         intervals.run(machine, events)
+        invalid_utf8_stats(src, stats)
         return builder.ns, machine.part(), stats, src.cut_line
     except BaseException:  # noqa: BLE001 - reported by the parent's own parse
         return None

@@ -22,7 +22,7 @@ from offconv.model.errors import ParseError
 from offconv.model.naming import FoldedNames, Namer, merge_by
 from offconv.model.stacktable import StackTable
 from offconv.inputs import demangle
-from offconv.inputs.source import Source, ends_inside
+from offconv.inputs.source import Source, ends_inside, invalid_utf8_stats
 from offconv.run import parallel
 from offconv.run.aggregate import Sums, add_weights
 from offconv.run.parallel import Fork, merge_stats, shifted
@@ -58,6 +58,7 @@ def _second_part_here(src, path, fmt, popts, want, naming=None, labels=None):
             if not ends_inside(e, src):
                 raise
         demangle.apply_noted(sums, popts.addrs)  # perf.data converted with --no-demangle
+        invalid_utf8_stats(src, stats)
         if naming is not None:
             return _folded_part(sums, naming), sums.other, stats, src.cut_line
         if labels is not None:
@@ -182,6 +183,7 @@ def _second_lines_here(src, path, fmt, popts, head):
     sums = Sums(popts)
     with gcpause.paused():
         fmt.sum_lines(src.lines(), path, popts, stats, sums, head)
+    invalid_utf8_stats(src, stats)
     return sums.part(), None, None, stats, src.cut_line
 
 
@@ -193,6 +195,7 @@ def _second_lines_into(sums, path, fmt, popts, head, span, part1, stats, stats1,
     with gcpause.paused():
         fmt.sum_lines(part2.lines(), path, popts, stats2, sums, head)
         profile = sums.finish(profile, path)
+    invalid_utf8_stats(part2, stats2)
     merge_stats(stats, stats1, stats2)
     part1.cut_line = part2.cut_line
     return profile, part1
