@@ -3,7 +3,8 @@
 stacks or one stack's depth is far beyond a recording's, and whether memory stays flat
 while a long stream is read.
 
-    python3 benchmarks/scale.py [--stream-size 10G] [--only million,deep,stream]
+    python3 benchmarks/scale.py [--stream-size 10G] [--perfdata-size 1G]
+                                [--only million,deep,stream,perfdata]
 
 Rows (inputs built under $OFFCONV_BENCH_DIR, seeded, never in the repository):
 - million: a folded file of 1,000,000 unique stacks (5-30 frames from 20,000 names, the
@@ -16,6 +17,10 @@ Rows (inputs built under $OFFCONV_BENCH_DIR, seeded, never in the repository):
   --stream-size, for the folded output and for `report --json`. The child's RSS is read
   from /proc every 0.2 s: the table gives it after 10%, 50% and all of the stream, and the
   peak.
+- perfdata: a perf.data of sched events with call chains (`perf bench sched pipe` recorded
+  system-wide with -g, up to --perfdata-size; made once in the cache) -> `offconv
+  perf.data --to folded` and `report --json`; offconv's RSS and its `perf script` child's
+  are read from /proc every 0.2 s (after 10%, 50% and all of the run's time, and the peak).
 """
 from __future__ import annotations
 
@@ -119,6 +124,68 @@ def stream_run(args: list, stream: Stream, size: int) -> dict:
                 peak=max(r for _, r in samples))
 
 
+def perf_data(size: int) -> Path:
+    """A perf.data of sched events with call chains, about ``size`` bytes: ``perf bench
+    sched pipe`` (two tasks waking each other 100k times a second) recorded system-wide
+    with -g, longer until the file is big enough (made once)."""
+    out = CACHE / f"sched-{size // 10**6}M.perf.data"
+    if out.exists():
+        return out
+    CACHE.mkdir(parents=True, exist_ok=True)
+    probe = CACHE / "probe.perf.data"
+    rec = ["perf", "record", "-q", "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
+           "-e", "sched:sched_wakeup_new", "-g", "-a", "-m", "16M"]
+    loops = 200_000
+    subprocess.run([*rec, "-o", str(probe), "--", "perf", "bench", "sched", "pipe", "-l",
+                    str(loops)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    per_loop = probe.stat().st_size / loops
+    probe.unlink()
+    subprocess.run([*rec, "-o", str(out), "--", "perf", "bench", "sched", "pipe", "-l",
+                    str(int(size / per_loop))], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return out
+
+
+def _children_rss(pid: int) -> int:
+    """The RSS (KiB) of ``pid``'s child processes (perf script under offconv)."""
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                total += sum(rss_kib(int(c)) for c in f.read().split())
+    except OSError:
+        pass
+    return total
+
+
+def file_run(args: list) -> dict:
+    """offconv ARGS with offconv's RSS and its children's read along the run."""
+    p = subprocess.Popen(offconv_cmd(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    samples = []              # (time, offconv's rss KiB, its children's)
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            samples.append((time.perf_counter(), rss_kib(p.pid), _children_rss(p.pid)))
+            time.sleep(0.2)
+
+    t0 = time.perf_counter()
+    threading.Thread(target=watch, daemon=True).start()
+    err = p.stderr.read()
+    p.wait()
+    wall = time.perf_counter() - t0
+    done.set()
+    if p.returncode != 0:
+        raise SystemExit(f"offconv {' '.join(args)} failed: {err.decode()[-500:]}")
+
+    def at(share: float) -> int:
+        got = [r for t, r, _ in samples if t - t0 >= share * wall and r]
+        return got[0] if got else max(r for _, r, _ in samples)
+
+    return dict(wall=wall, at10=at(0.1), at50=at(0.5), end=at(0.95),
+                peak=max(r for _, r, _ in samples), child=max(c for _, _, c in samples))
+
+
 def size_bytes(text: str) -> int:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMG]?)", text.upper().rstrip("B"))
     if not m:
@@ -129,7 +196,8 @@ def size_bytes(text: str) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stream-size", default="10G")
-    ap.add_argument("--only", default="million,deep,stream")
+    ap.add_argument("--perfdata-size", default="1G")
+    ap.add_argument("--only", default="million,deep,stream,perfdata")
     a = ap.parse_args()
     only = set(a.only.split(","))
     print(f"offconv memory at scale, {datetime.date.today().isoformat()}, {machine()}, "
@@ -173,6 +241,16 @@ def main() -> int:
                   f"{' '.join(args[:-2])}` | {r['wall']:.0f} s ({r['bytes'] / 1e6 / r['wall']:.0f} MB/s) "
                   f"| {r['peak'] / 1024:.0f} MiB | RSS after 10% {r['at10'] / 1024:.0f} MiB, 50% "
                   f"{r['at50'] / 1024:.0f} MiB, at the end {r['end'] / 1024:.0f} MiB |", flush=True)
+    if "perfdata" in only:
+        src = perf_data(size_bytes(a.perfdata_size))
+        for what, args in (("--to folded", [str(src), "--to", "folded", "-o", "/dev/null"]),
+                           ("report --json", ["report", str(src), "--json", "-o", "/dev/null"])):
+            r = file_run(args)
+            print(f"| perf.data of {src.stat().st_size / 1e9:.1f} GB (sched events, -g) → "
+                  f"`offconv {what}` | {r['wall']:.0f} s | {r['peak'] / 1024:.0f} MiB | RSS after "
+                  f"10% of the time {r['at10'] / 1024:.0f} MiB, 50% {r['at50'] / 1024:.0f} MiB, at "
+                  f"the end {r['end'] / 1024:.0f} MiB; perf script's peak {r['child'] / 1024:.0f} "
+                  "MiB |", flush=True)
     return 0
 
 

@@ -7,7 +7,7 @@ from array import array
 
 from hypothesis import given, settings, strategies as st
 
-from offconv.sched.latency import (EXACT_MAX, FINE_US, Buckets, Runs, bucket_value, grown,
+from offconv.sched.latency import (EXACT_MAX, FINE_US, Buckets, Runs, bucket_of, grown,
                                    latency_stats, log2_buckets, merged, percentile)
 
 
@@ -44,14 +44,18 @@ def test_only_exact_sequences_answer_exactly(values):
     assert latency_stats(r) == latency_stats(values)
 
 
-def test_bucket_values():
-    assert bucket_value(0) == 500 and bucket_value(999) == 500 and bucket_value(1000) == 1500
-    assert bucket_value((FINE_US - 1) * 1000 + 999) == (FINE_US - 1) * 1000 + 500
-    # 128 µs .. 256 µs: 2 µs wide (64 an octave)
-    assert bucket_value(128_000) == 129_000 and bucket_value(129_999) == 129_000
-    assert bucket_value(130_000) == 131_000
-    for ns in (128_000, 1_000_000, 123_456_789, 59_999_999_999):
-        assert abs(bucket_value(ns) - ns) <= ns / 128
+def test_buckets():
+    assert bucket_of(0) == 0 and bucket_of(999) == 0 and bucket_of(1000) == 1000
+    assert bucket_of((FINE_US - 1) * 1000 + 999) == (FINE_US - 1) * 1000
+    # 256 µs .. 512 µs: 2 µs wide (128 an octave)
+    assert bucket_of(256_000) == 256_000 and bucket_of(257_999) == 256_000
+    assert bucket_of(258_000) == 258_000
+    for ns in (256_000, 1_000_000, 123_456_789, 59_999_999_999):
+        assert 0 <= ns - bucket_of(ns) <= ns / 128
+    # a bucket reads back as its values' mean: the same values, exactly
+    b = Buckets([700_123] * 5 + [700_999])
+    assert list(b) == [700_269] * 6 and len(b.counts) == 1
+    assert list(Buckets([1_234_567] * 3)) == [1_234_567] * 3
 
 
 def test_a_sequence_past_exact_max_becomes_buckets_and_stays_small():
@@ -61,15 +65,15 @@ def test_a_sequence_past_exact_max_becomes_buckets_and_stays_small():
     for i in range(1_000_000):
         b.append(1_000_000 + (i * 7919) % 50_000_000)
     assert len(b) == EXACT_MAX + 1_000_000
-    assert len(b.counts) < 2_000     # (64 an octave over 15 octaves, and 128 fine ones)
+    assert len(b.counts) < 2_500     # (128 an octave over 15 octaves, and 256 fine ones)
     small = array("q", [5, 6])
     assert grown(small) is small
 
 
 def test_remove_and_merge_keep_the_count():
-    b = Buckets([1000, 2000, 2000, 300_000])
-    b.remove(2100)                   # (the same bucket as 2000)
-    assert len(b) == 3 and list(b) == [1500, 2500, 302_000]   # (256-512 µs: 4 µs wide)
+    b = Buckets([1000, 2000, 2200, 600_000])
+    b.remove(2100)                   # (the same bucket as 2000 and 2200: its sum less 2100)
+    assert len(b) == 3 and list(b) == [1000, 2100, 600_000]
     try:
         b.remove(9_000_000)
     except ValueError:
@@ -118,6 +122,6 @@ def test_a_thread_of_many_waits_is_reported_within_a_bucket(tmp_path):
     for p in (50, 90, 99):
         want = percentile(exact, p) / 1000
         assert abs(got[f"p{p}_us"] - want) <= max(1, want / 128), (p, got, want)
-    assert abs(got["max_us"] - exact[-1] / 1000) <= exact[-1] / 1000 / 128   # (a midpoint)
+    assert abs(got["max_us"] - exact[-1] / 1000) <= exact[-1] / 1000 / 128   # (a bucket's mean)
     w = next(th for th in j["threads"] if th["tid"] == 10)
     assert w["blocked_us"] == sum(sleeps) // 1000     # the sums: exact

@@ -167,6 +167,35 @@ def test_the_table_finds_every_packed_thread_by_tid_and_takes_them_out():
     assert [t.comm for t in threads.values()].count("as") == 1
 
 
+def test_tids_used_again_and_again_leave_a_bounded_arena(monkeypatch):
+    """A stream of repeated recordings ends and starts the same tids again and again: each
+    time a thread's record is taken out and a new one packed. The arena is compacted when
+    what was taken out is most of it (and more than a chunk), so it stays bounded by the
+    threads, and every thread reads as it was, in the order they were packed."""
+    monkeypatch.setattr(analysis, "ARENA_CHUNK", 200)
+    threads = Threads()
+    tids = list(range(1, 41))
+    most = 0
+    for rnd in range(60):
+        for tid in tids:
+            t = threads.take(tid) or ThreadTotals(Task("w", tid, tid))
+            t.blocked_ns += tid
+            t.cause_durations.setdefault("sleep", array("q")).append(rnd)
+            threads.live[tid] = t
+            assert threads.pack(tid)
+        held = sum(map(len, threads.chunks))
+        records = sum(t._end() - t._at for t in threads.packed())
+        # (the records, at most as much again taken out, and a chunk's worth)
+        assert held <= 2 * records + 2 * 200, (rnd, held, records)
+        most = max(most, held)
+    assert most < 60 * 40 * 30 / 4      # (never compacted: 60 rounds of 40 growing records)
+    assert len(threads) == len(tids) and [t.tid for t in threads.values()] == tids
+    for tid in tids:
+        t = threads[tid]
+        assert t.blocked_ns == 60 * tid and list(t.cause_durations["sleep"]) == list(range(60))
+    assert threads.take(7).blocked_ns == 420 and 7 in threads.live
+
+
 def test_the_counts_of_a_packed_thread_take_it_out_to_be_added():
     an = Analysis()
     an.thread(Task("a", 1, 5)).blocked_ns = 100

@@ -30,7 +30,7 @@ def test_block_numbers_across_small_reads(tmp_path, monkeypatch):
     p = tmp_path / "in.txt"
     p.write_bytes(b"a\nb\n\n\n\nc\n\nd \xe2\x82\xac\n\n\n" * 50 + b"e\nf")
     for size in (1 << 20, 7, 3):
-        monkeypatch.setattr(source, "_text_chunks", lambda stream, size=size: real(stream, size))
+        monkeypatch.setattr(source, "_text_chunks", lambda stream, size=size, **kw: real(stream, size, **kw))
         src = Source(str(p))
         blocks = list(src.blocks())
         assert len(blocks) == 151
@@ -56,7 +56,7 @@ def test_a_run_without_blank_lines_is_cut_between_events(tmp_path, monkeypatch):
     p = tmp_path / "in.txt"
     p.write_text("\n".join(lines) + "\n")
     monkeypatch.setattr(source, "RUN_LIMIT", 2000)
-    monkeypatch.setattr(source, "_text_chunks", lambda stream, size=1000: real(stream, size))
+    monkeypatch.setattr(source, "_text_chunks", lambda stream, size=1000, **kw: real(stream, size, **kw))
     blocks = list(Source(str(p)).blocks())
     assert len(blocks) > 10
     # (the first read is the 200 lines Source sniffs the format from: a chunk of its own)

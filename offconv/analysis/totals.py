@@ -195,6 +195,14 @@ class PackedThread(_Derived):
             p += 1 + n
         return out
 
+    def _end(self) -> int:
+        """Where the record ends in its chunk (the first word after it)."""
+        a = self._a
+        p = self._cd_at()
+        for _ in range(self._count(len(_MAPS))):
+            p += 1 + (a[p] & _LO)
+        return p + 1 + (a[p] >> 32) + (a[p] & _LO)
+
     def _durations(self, i: int) -> array:
         a = self._a
         p = self._cd_at()
@@ -247,16 +255,42 @@ class Threads:
     then the packed ones in the order they ended, each a PackedThread made as it is
     reached)."""
 
-    __slots__ = ("live", "chunks", "_order", "_where")
+    __slots__ = ("live", "chunks", "_order", "_where", "_garbage")
 
     def __init__(self):
         self.live: dict = {}
         self.chunks: list = [array("q")]
         self._order = array("q")      # the records' positions (chunk << 32 | offset), in the
         self._where = IntTable()      # order they were packed; tid -> its index there
+        self._garbage = 0             # int64 of the records taken out (their tid is -1)
 
     def _view(self, pos: int) -> PackedThread:
         return PackedThread(self.chunks[pos >> 32], pos & _LO)
+
+    def _drop(self, pos: int) -> None:
+        """The record at ``pos`` taken out: marked (packed() skips it), its words counted."""
+        a, at = self.chunks[pos >> 32], pos & _LO
+        self._garbage += PackedThread(a, at)._end() - at
+        a[at] = -1
+
+    def _compact(self) -> None:
+        """The arena again without the records taken out (a tid used again and again, as a
+        stream of repeated recordings does, would otherwise grow it without end): the
+        records kept in the order they were packed, in new chunks."""
+        chunks, order, where = [array("q")], array("q"), IntTable()
+        for pos in self._order:
+            a, at = self.chunks[pos >> 32], pos & _LO
+            if a[at] < 0:
+                continue
+            rec = a[at:PackedThread(a, at)._end()]
+            c = chunks[-1]
+            if c and len(c) + len(rec) > ARENA_CHUNK:
+                c = array("q")
+                chunks.append(c)
+            where[a[at]] = len(order)
+            order.append((len(chunks) - 1) << 32 | len(c))
+            c.extend(rec)
+        self.chunks, self._order, self._where, self._garbage = chunks, order, where, 0
 
     # -- the mapping ---------------------------------------------------------------------
     def get(self, tid, default=None):
@@ -313,6 +347,7 @@ class Threads:
 
     def __setstate__(self, state) -> None:
         self.live, self.chunks, self._order, self._where, keys = state
+        self._garbage = 0   # (what was taken out stays until the next compaction)
         if not keys:
             return
         new = [_key_id(k) for k in keys]
@@ -350,11 +385,12 @@ class Threads:
         c.extend(rec)
         old = self._where.get(tid)
         if old is not None:     # (its earlier record: taken out)
-            old = self._order[old]
-            self.chunks[old >> 32][old & _LO] = -1
+            self._drop(self._order[old])
         self._where[tid] = len(self._order)
         self._order.append(pos)
         del self.live[tid]
+        if self._garbage > ARENA_CHUNK and 2 * self._garbage > sum(map(len, self.chunks)):
+            self._compact()
         return True
 
     def take(self, tid) -> Optional[ThreadTotals]:
@@ -365,7 +401,7 @@ class Threads:
             return None
         pos = self._order[i]
         tt = self._view(pos).unpack()
-        self.chunks[pos >> 32][pos & _LO] = -1   # (packed() skips it)
+        self._drop(pos)
         self.live[tid] = tt
         return tt
 

@@ -3,11 +3,12 @@ histograms (computed once per profile).
 
 The durations of a trace are kept as ``array("q")`` of ns (8 bytes each), one sequence per
 thread and kind of wait, exactly up to ``EXACT_MAX`` values. A sequence that grows past it
-becomes ``Buckets``: a count per log-linear bucket (1 µs wide below 128 µs, then 64 buckets
-an octave), so a thread that waits a hundred million times in a 10 GB stream holds at most
-a few thousand counts. A value read back from a bucket is its midpoint: within 1 µs below
-128 µs and 0.8% above; the buckets' bounds are whole µs on every power of two, so a log2 µs
-histogram (``log2_buckets``) counts them exactly.
+becomes ``Buckets``: a count and a sum per log-linear bucket (1 µs wide below 256 µs, then
+128 buckets an octave), so a thread that waits a hundred million times in a 10 GB stream
+holds at most a few thousand of them. A value read back from a bucket is the mean of its
+values: within 1 µs below 256 µs and 0.8% above (exact when they are all the same); the
+buckets' bounds are whole µs on every power of two, so a log2 µs histogram
+(``log2_buckets``) counts them exactly.
 
 ``Runs`` reads a multiset of them without making one Python int per value (``sorted(values)``
 of a million durations is a ~40 MB list): it copies the exact ones into sorted runs of at
@@ -23,70 +24,87 @@ from itertools import accumulate, repeat
 from offconv.model.units import ns_to_us
 
 RUN = 1 << 16   # values per sorted run (the one transient list: RUN Python ints)
-EXACT_MAX = 1 << 13   # values a sequence keeps exactly (64 KB) before it becomes Buckets
-FINE_US = 128         # below it, buckets 1 µs wide; above, the top 7 bits of the µs kept
+EXACT_MAX = 1 << 10   # values a sequence keeps exactly (8 KB) before it becomes Buckets
+FINE_US = 256         # below it, buckets 1 µs wide; above, the top 8 bits of the µs kept
 
 
-def bucket_value(ns: int) -> int:
-    """The value (ns) that stands for ``ns`` in Buckets: the midpoint of its bucket."""
+def bucket_of(ns: int) -> int:
+    """The lower bound (ns) of ``ns``'s bucket in Buckets."""
     us = ns // 1000
     if us < FINE_US:
-        return us * 1000 + 500
-    e = us.bit_length() - 7
-    return (us >> e << e) * 1000 + (500 << e)
+        return us * 1000
+    e = us.bit_length() - 8
+    return (us >> e << e) * 1000
 
 
 class Buckets:
-    """A sequence of durations (ns) past ``EXACT_MAX`` values, as a count per bucket keyed
-    by the bucket's midpoint (``bucket_value``). It is used where an ``array("q")`` of the
-    durations is: ``append``, ``extend``, ``remove``, ``len``, iteration (the midpoints,
-    each as often as counted, ascending)."""
+    """A sequence of durations (ns) past ``EXACT_MAX`` values, as a count and a sum per
+    bucket (keyed by its lower bound, ``bucket_of``): a bucket's values read back as their
+    mean, within the bucket (exact when they are all the same). It is used where an
+    ``array("q")`` of the durations is: ``append``, ``extend``, ``remove``, ``len``,
+    iteration (each bucket's mean as often as counted, ascending)."""
 
-    __slots__ = ("counts", "n")
+    __slots__ = ("counts", "sums", "n")
 
     def __init__(self, values=()):
         self.counts: dict = {}
+        self.sums: dict = {}
         self.n = 0
         self.extend(values)
 
     def append(self, ns: int) -> None:
-        k = bucket_value(ns)
+        k = bucket_of(ns)
         c = self.counts
         c[k] = c.get(k, 0) + 1
+        self.sums[k] = self.sums.get(k, 0) + ns
         self.n += 1
 
     def extend(self, values) -> None:
-        c = self.counts
+        c, s = self.counts, self.sums
         if values.__class__ is Buckets:
             for k, n in values.counts.items():
                 c[k] = c.get(k, 0) + n
+                s[k] = s.get(k, 0) + values.sums[k]
             self.n += values.n
             return
         for ns in values:
-            k = bucket_value(ns)
+            k = bucket_of(ns)
             c[k] = c.get(k, 0) + 1
+            s[k] = s.get(k, 0) + ns
             self.n += 1
 
     def remove(self, ns: int) -> None:
-        k = bucket_value(ns)
+        k = bucket_of(ns)
         n = self.counts.get(k)
         if not n:
             raise ValueError("Buckets.remove(x): x not in the sequence")
         if n == 1:
-            del self.counts[k]
+            del self.counts[k], self.sums[k]
         else:
             self.counts[k] = n - 1
+            self.sums[k] -= ns
         self.n -= 1
+
+    def means(self):
+        """(bucket, its values' mean, how many), ascending."""
+        for k in sorted(self.counts):
+            n = self.counts[k]
+            yield k, _mean(self.sums[k], n), n
 
     def __len__(self) -> int:
         return self.n
 
     def __iter__(self):
-        for k in sorted(self.counts):
-            yield from repeat(k, self.counts[k])
+        for _, v, n in self.means():
+            yield from repeat(v, n)
 
     def __repr__(self) -> str:
         return f"Buckets({self.n} values in {len(self.counts)} buckets)"
+
+
+def _mean(total: int, n: int) -> int:
+    """total / n rounded to the nearest int (halves up): within the values' bucket."""
+    return (2 * total + n) // (2 * n)
 
 
 def grown(seq):
@@ -116,11 +134,16 @@ class Runs:
     def __init__(self, seqs=()):
         self.runs: list = []
         batch = array("q")
-        weights: dict = {}
+        weights: dict = {}   # bucket -> [count, sum] of every Buckets in seqs
         for seq in seqs:
             if seq.__class__ is Buckets:
                 for k, n in seq.counts.items():
-                    weights[k] = weights.get(k, 0) + n
+                    w = weights.get(k)
+                    if w is None:
+                        weights[k] = [n, seq.sums[k]]
+                    else:
+                        w[0] += n
+                        w[1] += seq.sums[k]
                 continue
             if len(seq) >= RUN:
                 for i in range(0, len(seq), RUN):
@@ -132,9 +155,10 @@ class Runs:
                 batch = array("q")
         if batch:
             self._flush(batch)
-        # the bucketed values: ascending, and how many are <= each (an empty run when none)
-        self.values = array("q", sorted(weights))
-        self.upto = array("q", accumulate(weights[k] for k in self.values))
+        # the bucketed values (each bucket's mean): ascending, and how many are <= each
+        keys = sorted(weights)
+        self.values = array("q", (_mean(weights[k][1], weights[k][0]) for k in keys))
+        self.upto = array("q", accumulate(weights[k][0] for k in keys))
         self.count = sum(len(r) for r in self.runs) + (self.upto[-1] if self.upto else 0)
 
     def _flush(self, values) -> None:
