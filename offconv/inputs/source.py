@@ -11,6 +11,7 @@ import re
 import sys
 from typing import Iterable, Iterator, Optional
 
+from offconv.inputs.utf8 import DECODING as _DECODING
 from offconv.model.errors import OffconvError, ParseError
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -429,22 +430,6 @@ class _Counted:
         self.stream.close()
 
 
-_DECODING: list = [None, 0]   # the ``invalid`` count of the decode in progress, its base
-
-
-def _replace_counted(e: UnicodeDecodeError) -> tuple:
-    """The "replace" error handler, counting: each invalid sequence read as U+FFFD."""
-    invalid, base = _DECODING
-    if invalid is not None:
-        if invalid[1] is None:
-            invalid[1] = base + e.start
-        invalid[0] += 1
-    return "\ufffd", e.end
-
-
-codecs.register_error("offconv-replace", _replace_counted)
-
-
 def _text_chunks(stream, size: int = 1 << 20, invalid: Optional[list] = None,
                  start: int = 0) -> Iterator[str]:
     """The input as decoded text in ~1 MiB chunks: UTF-8 (invalid bytes replaced by U+FFFD,
@@ -504,34 +489,6 @@ def _split(chunks: Iterator[str], sep: str, cut=None, ended=None) -> Iterator[st
         count += 1
     if ended is not None:
         ended(count)
-
-
-def invalid_utf8_stats(src: Source, stats: dict) -> None:
-    """A part read in a child: its invalid UTF-8 count into its parse ``stats`` (merged
-    into the parent's, where ``invalid_utf8_warning`` says it)."""
-    n, first = src.invalid_utf8
-    if n:
-        stats["invalid_utf8"] = stats.get("invalid_utf8", 0) + n
-        stats.setdefault("invalid_utf8_first", (src.path, first))
-
-
-def invalid_utf8_warning(sources: list, stats: dict) -> Optional[str]:
-    """The one warning of the invalid UTF-8 the inputs had (this process's Sources and the
-    parts read in children, ``stats``): how many sequences, where the first was."""
-    n = sum(src.invalid_utf8[0] for src in sources if getattr(src, "invalid_utf8", None))
-    n += stats.get("invalid_utf8", 0)
-    if not n:
-        return None
-    first = next(((src.path, src.invalid_utf8[1], src.kind) for src in sources
-                  if getattr(src, "invalid_utf8", None) and src.invalid_utf8[0]), None)
-    if first is None:   # (only in a part read by a child: a plain file's)
-        first = (*stats["invalid_utf8_first"], "text")
-    path, offset, kind = first
-    where = ("" if kind == "text" else " of the decompressed text"
-             if kind in ("gzip", "xz", "bzip2", "zstd") else " of perf script's output")
-    seq = "sequence" if n == 1 else "sequences"
-    return (f"{path}: {n:,} invalid UTF-8 {seq} read as U+FFFD (the first at byte offset "
-            f"{offset:,}{where}): names that contain them are not the bytes recorded")
 
 
 def ends_inside(err: ParseError, src: Source) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Iterator, Optional
 
-from offconv.inputs.source import invalid_utf8_warning
+from offconv.inputs.utf8 import invalid_utf8_warning
 from offconv.model.errors import OffconvError
 from offconv.model.records import BLOCKED, Histogram, Profile, ThreadTime
 from offconv.run import perf_data, sched_split, serial, split

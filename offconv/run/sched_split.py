@@ -33,7 +33,8 @@ from typing import Optional
 
 from offconv.sched import intervals, probe, tail
 from offconv.model.records import OFFCPU_MODES, ONCPU
-from offconv.inputs.source import Source, invalid_utf8_stats, numbered_blocks, until_cut
+from offconv.inputs.source import Source, numbered_blocks, until_cut
+from offconv.inputs.utf8 import invalid_utf8_stats
 from offconv.run import parallel
 from offconv.run.reading import SCHED, Input, Read, peek, route_of
 

@@ -22,7 +22,8 @@ from offconv.model.errors import ParseError
 from offconv.model.naming import FoldedNames, Namer, merge_by
 from offconv.model.stacktable import StackTable
 from offconv.inputs import demangle
-from offconv.inputs.source import Source, ends_inside, invalid_utf8_stats
+from offconv.inputs.source import Source, ends_inside
+from offconv.inputs.utf8 import invalid_utf8_stats
 from offconv.run import parallel
 from offconv.run.aggregate import Sums, add_weights
 from offconv.run.parallel import Fork, merge_stats, shifted
