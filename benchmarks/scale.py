@@ -82,19 +82,26 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def stream_run(args: list, stream: Stream, size: int) -> dict:
-    p = subprocess.Popen(offconv_cmd(*args), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE)
-    fed = [0]
-    samples = []              # (bytes fed, rss KiB)
+def watched(sample) -> tuple:
+    """``sample()`` appended to a list every 0.2 s by a thread until the event is set:
+    (the list, the event)."""
+    samples: list = []
     done = threading.Event()
 
     def watch():
         while not done.is_set():
-            samples.append((fed[0], rss_kib(p.pid)))
+            samples.append(sample())
             time.sleep(0.2)
 
     threading.Thread(target=watch, daemon=True).start()
+    return samples, done
+
+
+def stream_run(args: list, stream: Stream, size: int) -> dict:
+    p = subprocess.Popen(offconv_cmd(*args), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    fed = [0]
+    samples, done = watched(lambda: (fed[0], rss_kib(p.pid)))   # (bytes fed, rss KiB)
     t0 = time.perf_counter()
     k = 0
     try:
@@ -161,16 +168,9 @@ def _children_rss(pid: int) -> int:
 def file_run(args: list) -> dict:
     """offconv ARGS with offconv's RSS and its children's read along the run."""
     p = subprocess.Popen(offconv_cmd(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    samples = []              # (time, offconv's rss KiB, its children's)
-    done = threading.Event()
-
-    def watch():
-        while not done.is_set():
-            samples.append((time.perf_counter(), rss_kib(p.pid), _children_rss(p.pid)))
-            time.sleep(0.2)
-
     t0 = time.perf_counter()
-    threading.Thread(target=watch, daemon=True).start()
+    # (time, offconv's rss KiB, its children's)
+    samples, done = watched(lambda: (time.perf_counter(), rss_kib(p.pid), _children_rss(p.pid)))
     err = p.stderr.read()
     p.wait()
     wall = time.perf_counter() - t0

@@ -13,7 +13,7 @@ from offconv.sched.causes import INTERRUPT_WAKER_NAME, KTHREAD_COMM, NO_CAUSE, P
 from offconv.analysis.lifetimes import (CHILD_PENDING, JOIN_EXIT_NS, JOIN_PENDING, THREAD_JOIN,
                                         TIMED_MIN_NS, UNWOKEN_LOCK, Lifetimes)
 from offconv.analysis.totals import Threads, ThreadTotals
-from offconv.sched.latency import EXACT_MAX, Buckets, Runs, grown, latency_stats, log2_buckets, percentile
+from offconv.sched.latency import EXACT_MAX, Runs, grown, latency_stats, log2_buckets, percentile
 
 
 @dataclass
@@ -191,8 +191,8 @@ class Analysis(Lifetimes):
             if arr is None:
                 arr = tt.cause_durations[cause[0]] = array("q")
             arr.append(d)
-            if len(arr) >= EXACT_MAX and arr.__class__ is array:   # (bounded: latency.Buckets)
-                tt.cause_durations[cause[0]] = Buckets(arr)
+            if len(arr) >= EXACT_MAX:   # (bounded: latency.Buckets)
+                tt.cause_durations[cause[0]] = grown(arr)
             self._stack("blocked", key, process, d)
         if p.end_ns is not None:   # runnable from here (then on a CPU): busy, not waiting
             # (after an inferred switch-in from an idle CPU: from when it was seen running)
