@@ -80,13 +80,14 @@ def layout_levels(samples, name_of: Callable, *, reverse: bool = False,
     name -> (family, kind bits), as for layout (complete for every name the stacks hold)."""
     table = flags or {}
     limit = max_depth if max_depth is not None else 1 << 62
-    pairs, length, frame_at = _access(samples)
+    pairs, weights, length, frame_at = _access(samples)
+    # (a stack's weight is looked up in the table where it is summed: a list of a million
+    # weights beside it would be 8 MB more)
     stacks = [s for s, w in pairs if s and w > 0]
-    weights = [w for s, w in pairs if s and w > 0]
-    actual = sum(weights)
+    actual = sum(map(weights.__getitem__, stacks))
     if not actual > 0:
         raise OffconvError("nothing to draw: the profile has no stack with a positive weight")
-    deep = [(s, w) for s, w in zip(stacks, weights) if length(s) > limit]
+    deep = [(s, weights[s]) for s in stacks if length(s) > limit]
     # (the walk counts rows: stacks that display the same are one; deep ones are few)
     deep_rows = {tuple(name_of(frame_at(s, 0), frame_at(s, i)) for i in range(length(s)))
                  for s, _ in deep}
@@ -105,8 +106,8 @@ def layout_levels(samples, name_of: Callable, *, reverse: bool = False,
         get = sums.get
         first: dict = {}   # (parent, name id) -> the one row through it, or -1 for several
         first_get = first.get
-        keys = array("q")              # (machine words: a million stacks are live at first)
-        push = keys.append
+        nids = array("i")   # each live stack's name id at d, -1 where it ends (4 bytes a
+        push = nids.append  # stack: a million are live at first)
         for i in live:
             s = stacks[i]
             n = length(s)
@@ -119,20 +120,20 @@ def layout_levels(samples, name_of: Callable, *, reverse: bool = False,
                 nid = ids[name] = len(by_id)
                 by_id.append(name)
             key = at[i] << _SHIFT | nid
-            sums[key] = get(key, 0) + weights[i]
+            sums[key] = get(key, 0) + weights[s]
             f = first_get(key)
             if f is None:
                 first[key] = i
             elif f >= 0 and not rows.same(f, i):
                 first[key] = -1
-            push(key)
+            push(nid)
         if not sums:
             break
         drawn = nodes.depth(sums, first, by_id, d, min_value, table)
         nxt = array("i")
         keep = nxt.append
-        for i, key in zip(live, keys):
-            node = drawn.get(key)
+        for i, nid in zip(live, nids):
+            node = drawn.get(at[i] << _SHIFT | nid) if nid >= 0 else None
             if node is not None:
                 at[i] = node
                 keep(i)
@@ -143,14 +144,14 @@ def layout_levels(samples, name_of: Callable, *, reverse: bool = False,
 
 
 def _access(samples) -> tuple:
-    """(stack, weight) pairs of ``samples``, a stack's length and its frame at an index:
-    a StackTable's stacks as it holds them (bytes of frame ids), not as tuples."""
+    """(stack, weight) pairs of ``samples``, stack -> weight, a stack's length and its frame
+    at an index: a StackTable's stacks as it holds them (bytes of frame ids), not tuples."""
     if not isinstance(samples, StackTable):
-        return samples.items(), len, getitem
+        return samples.items(), samples, len, getitem
     code, frames, table = samples.encoded()
     width = array(code).itemsize
     unpack = Struct("=" + code).unpack_from
-    return (table.items(), lambda key: len(key) // width,
+    return (table.items(), table, lambda key: len(key) // width,
             lambda key, i: frames[unpack(key, i * width)[0]])
 
 
@@ -160,11 +161,12 @@ class _Rows:
     def __init__(self, stacks: list, name_of: Callable, length: Callable, frame_at: Callable):
         self.stacks, self.name_of = stacks, name_of
         self.length, self.frame_at = length, frame_at
-        self.rep = array("i", range(len(stacks)))   # a stack's first-met equal stack
+        self.rep: dict = {}   # a stack -> its first-met equal stack, where that is another
 
     def same(self, a: int, b: int) -> bool:
         rep = self.rep
-        if rep[a] == rep[b]:
+        ka = rep.get(a, a)
+        if ka == rep.get(b, b):
             return True
         sa, sb = self.stacks[a], self.stacks[b]
         n = self.length(sa)
@@ -174,7 +176,7 @@ class _Rows:
         ra, rb = at(sa, 0), at(sb, 0)
         if any(name_of(ra, at(sa, i)) != name_of(rb, at(sb, i)) for i in range(n)):
             return False
-        rep[b] = rep[a]
+        rep[b] = ka
         return True
 
 
