@@ -103,6 +103,15 @@ def in_xml(name: str) -> str:
     return _NOT_XML.sub("\ufffd", name)
 
 
+def in_flame(name: str) -> str:
+    """How the flame graph shows a name: in_xml, and as a bidi isolate when it holds bidi
+    controls (offconv.outputs.svg.write.isolate)."""
+    if not BIDI & set(name):
+        return in_xml(name)
+    p, i = name.count("\u2069"), sum(map(name.count, "\u2066\u2067\u2068"))
+    return "\u2068" * (p + 1) + in_xml(name) + "\u2069" * (p + i + 1)
+
+
 @pytest.fixture(scope="module")
 def out(tmp_path_factory) -> dict:
     """Every output of the recording, as bytes, by name."""
@@ -189,7 +198,11 @@ def test_flame_svg_titles_hold_every_name_escaped(out):
     titles = [g.find(f"{NS}title").text for g in frames]
     names = KEPT + [thread_label(c) for c in COMMS]
     for name in names:
-        assert any(t.startswith(in_xml(name) + " (") for t in titles), repr(name[:40])
+        assert any(t.startswith(in_flame(name) + " (") for t in titles), repr(name[:40])
+    # a name with bidi controls is an isolate: FSI x (its PDIs + 1), PDI x (its PDIs and
+    # isolate openings + 1), so that its override cannot reorder the " (time, %)" after it
+    assert any(t.startswith("\u2068\u2068bidi\u202eevil\u2066iso\u2069\u200f\u2069\u2069\u2069 (")
+               for t in titles)
     assert in_xml(CONTROLS) == "ctl\ufffd\ufffd\ufffd[31mred\x7f\ufffd\ufffd\ufffd\x85\u2028end"
     # the 100 KB names: whole in the tooltip, cut to the frame's width with '..' in the label
     for g in frames:

@@ -25,7 +25,7 @@ function init(evt) {
     var info = title.textContent, cut = info.lastIndexOf(" (");
     g.fgIndex = i;
     fg.boxes.push({g: g, rect: rect, text: text,
-      name: cut >= 0 ? info.substring(0, cut) : info,
+      name: unisolate(cut >= 0 ? info.substring(0, cut) : info),
       x: parseFloat(rect.getAttribute("x")), w: parseFloat(rect.getAttribute("width")),
       y: parseFloat(rect.getAttribute("y")), fill: rect.getAttribute("fill")});
   }
@@ -73,10 +73,28 @@ function on_key(e) {
   }
 }
 
+/* A name with bidi controls is written as an isolate (write.py's isolate): p + 1 FSIs,
+   the name, p + i + 1 PDIs, p and i its own PDIs and isolate openings. */
+var BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+function count(s, re) { var m = s.match(re); return m ? m.length : 0; }
+
+function isolate(name) {
+  if (!BIDI.test(name)) return name;
+  var p = count(name, /\u2069/g), i = count(name, /[\u2066-\u2068]/g);
+  return "\u2068".repeat(p + 1) + name + "\u2069".repeat(p + i + 1);
+}
+
+function unisolate(text) {
+  if (!BIDI.test(text)) return text;
+  var opens = count(text, /[\u2066-\u2068]/g), p = count(text, /\u2069/g) - opens;
+  return text.substring(p + 1, text.length - opens);   /* (p + i + 1 = opens) */
+}
+
 /* Fit a frame's label into w pixels, cutting with "..", as the writer does. */
 function fit_text(b, x, w) {
   var chars = Math.floor(w / fg.charpx), name = b.name, label = "";
-  if (chars >= 3) label = name.length <= chars ? name : name.substring(0, chars - 2) + "..";
+  if (chars >= 3) label = isolate(name.length <= chars ? name : name.substring(0, chars - 2) + "..");
   b.text.setAttribute("x", (x + 3).toFixed(2));
   if (b.text.textContent !== label) b.text.textContent = label;
 }

@@ -31,6 +31,23 @@ _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+# the bidi controls: marks, embeddings and overrides, isolates
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def isolate(name: str) -> str:
+    """``name`` as a bidi isolate (FSI ... PDI) when it holds bidi controls, so that an
+    override or embedding in it reorders the name alone, never the tooltip or label text
+    around it. Its own PDIs (p of them) cannot close the isolate early: it is opened p + 1
+    times; its own isolates (i openings) are closed after it too: p + i + 1 PDIs (a PDI
+    with nothing open is ignored). flamegraph.js reads the name back by the same counts."""
+    if _BIDI.search(name) is None:
+        return name
+    p = name.count("\u2069")
+    i = name.count("\u2066") + name.count("\u2067") + name.count("\u2068")
+    return "\u2068" * (p + 1) + name + "\u2069" * (p + i + 1)
+
+
 def escape(text: str) -> str:
     """Text safe in XML 1.0 element content and attribute values."""
     return _INVALID_XML.sub("\ufffd", str(text)).translate(_ESCAPES)
@@ -220,7 +237,7 @@ def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
         shown = shown_get(name)
         if shown is None:
             bare = strip_annotation(name)
-            shown = names[name] = (escape(bare), bare,
+            shown = names[name] = (escape(isolate(bare)), bare,
                                    _state_help(bare, flags) if style.state_split else "")
         at = geometry_get((start, value)) if depth else None
         if at is None:
@@ -252,7 +269,7 @@ def _frames(parts: list, lay: Layout, style: Style, height: float, ypad1: float,
             else:
                 label = labels_get((name, chars))
                 if label is None:
-                    label = labels[(name, chars)] = escape(bare[:chars - 2] + "..")
+                    label = labels[(name, chars)] = escape(isolate(bare[:chars - 2] + ".."))
         ry, ty = rows[depth]
         if differential and depth and mark:  # appeared / vanished: a class and a dashed outline
             append(f'<g class="{mark}"><title>{info}</title><rect x="{xs}" y="{ry}" '
