@@ -10,6 +10,9 @@ from offconv.model.options import NamingOptions
 from offconv.model.records import MARKER, STATE
 
 # Frame families (layout flags): the off-CPU state split and the waker part of a chain.
+# the bidi controls (marks, embeddings and overrides, isolates) as a regex class's body:
+# what the text report escapes and the flame graph isolates in a name
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 FAMILY_NONE = 0
 FAMILY_RUNQ = 1
 FAMILY_BLOCKED = 2

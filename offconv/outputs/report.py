@@ -8,6 +8,7 @@ from typing import Optional, TextIO
 
 from offconv.analysis.summary import report_data
 from offconv.model.formats import OutputFormat
+from offconv.model.labels import BIDI_CONTROLS
 from offconv.model.records import CLOCK_EVENTS, ONCPU
 from offconv.model.units import human_us, plural
 from offconv.analysis.verdict import left_out_text, scope_text
@@ -19,7 +20,7 @@ _NOT_LATENCY = {"poll/idle": "waiting for work, not latency",
 STACK_FRAMES = 6
 # what a terminal acts on or reorders, in a name: C0 and C1 controls (newline, carriage
 # return, ESC sequences...), DEL, the line and paragraph separators and the bidi controls
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
 
 
 def inert(text: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Optional, TextIO
 
+from offconv.model.labels import BIDI_CONTROLS
 from offconv.model.records import state_help
 from offconv.model.units import human_us
 from offconv.outputs.svg.layout import XPAD, Layout
@@ -31,8 +32,7 @@ _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-# the bidi controls: marks, embeddings and overrides, isolates
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
 
 
 def isolate(name: str) -> str:
